@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of gearbox from Debian's packages.
+# Idempotent: packages already present are not touched, and apt is not even
+# consulted when nothing is missing, so `make test` stays fast on a warm machine.
+set -euo pipefail
+
+PKGS=(
+  # build
+  cmake ninja-build g++ make pkg-config
+  # ONNX import
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # kernels
+  libdnnl-dev libhwy-dev
+  # compiled-model format
+  libflatbuffers-dev flatbuffers-compiler
+  # utilities
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # test data: the ONNX node suite and torch exports
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # serving
+  libcpp-httplib-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

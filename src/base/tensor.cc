@@ -1,0 +1,102 @@
+// Tensor storage.
+#include "base/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gearbox {
+namespace {
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<void> aligned_zeroed(size_t bytes) {
+  size_t padded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (padded == 0) padded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, padded);
+  if (!p) return nullptr;
+  std::memset(p, 0, padded);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+}  // namespace
+
+Result<Tensor> Tensor::allocate(DType dtype, Dims dims) {
+  int64_t n = gearbox::numel(dims);
+  if (n < 0) return make_error(ErrorCode::INVALID_ARGUMENT, "tensor dims ", to_string(dims), " are negative or overflow");
+  size_t es = dtype == DType::String ? sizeof(std::string) : dtype_size(dtype);
+  if (es == 0 && dtype != DType::String)
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "cannot allocate a tensor of dtype ", dtype_name(dtype));
+  // Refuse absurd sizes up front rather than asking the allocator for them (hostile models).
+  constexpr int64_t kMaxBytes = int64_t(1) << 40;
+  if (n > kMaxBytes / int64_t(es ? es : 1))
+    return make_error(ErrorCode::OUT_OF_MEMORY, "tensor ", dtype_name(dtype), to_string(dims), " needs ",
+                      n * int64_t(es), " bytes");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = n;
+  if (dtype == DType::String) {
+    t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
+    return t;
+  }
+  auto buf = aligned_zeroed(static_cast<size_t>(n) * es);
+  if (!buf)
+    return make_error(ErrorCode::OUT_OF_MEMORY, "could not allocate ", static_cast<size_t>(n) * es,
+                      " bytes for a ", dtype_name(dtype), to_string(t.dims_), " tensor");
+  t.data_ = buf.get();
+  t.owner_ = std::move(buf);
+  return t;
+}
+
+Tensor::Tensor(DType dtype, Dims dims) {
+  auto r = allocate(dtype, std::move(dims));
+  if (!r.ok()) std::abort();  // internal sizes only; untrusted sizes go through allocate()
+  *this = std::move(r).value();
+}
+
+Tensor Tensor::borrow(DType dtype, Dims dims, std::shared_ptr<const void> owner, const void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = gearbox::numel(t.dims_);
+  t.owner_ = std::move(owner);
+  t.data_ = data;
+  t.borrowed_ = true;
+  return t;
+}
+
+void* Tensor::mutable_raw() {
+  // Borrowed memory (mmap'ed weights) is read-only: make a private copy on first write.
+  if (borrowed_) *this = clone();
+  return const_cast<void*>(data_);
+}
+
+Tensor Tensor::reshaped(Dims dims) const {
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return Tensor();
+  Tensor t(dtype_, dims_);
+  if (dtype_ == DType::String)
+    *t.strings_ = *strings_;
+  else if (nbytes())
+    std::memcpy(const_cast<void*>(t.data_), data_, nbytes());
+  return t;
+}
+
+double Tensor::at_double(int64_t i) const {
+  double out = 0;
+  visit_numeric(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out = static_cast<double>(static_cast<compute_t<T>>(data<T>()[i]));
+  });
+  return out;
+}
+
+std::string describe(const Tensor& t) {
+  return std::string(dtype_name(t.dtype())) + to_string(t.dims());
+}
+
+}  // namespace gearbox

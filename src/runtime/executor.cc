@@ -1,0 +1,1 @@
+// Sequential executor (being written).

@@ -1,0 +1,2 @@
+// gearbox CLI entry point (being written).
+int main() { return 0; }

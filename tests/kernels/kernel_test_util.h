@@ -1,0 +1,69 @@
+// Runs one registered kernel directly, without a model: for per-op unit tests.
+//
+//   auto out = run_kernel("Relu", 14, {x});
+//   ASSERT_TRUE(out.ok()) << out.status().to_string();
+//   const Tensor& y = out.value()[0];
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace gearbox::testing {
+
+struct KernelCall {
+  std::string op_type;
+  int opset = 17;
+  std::vector<Tensor> inputs;  // an undefined Tensor marks an omitted optional input
+  AttributeMap attrs;
+  size_t num_outputs = 1;
+  std::string domain;
+  std::string engine{kEngineRef};
+};
+
+inline Result<std::vector<Tensor>> run_kernel(const KernelCall& call) {
+  DType dt = call.inputs.empty() || !call.inputs[0].defined() ? DType::Undefined : call.inputs[0].dtype();
+  const KernelDef* def =
+      KernelRegistry::global().find(call.domain, call.op_type, call.opset, call.engine, dt);
+  if (!def) return make_error(ErrorCode::OP_UNSUPPORTED, "no kernel for ", call.op_type, " opset ", call.opset);
+  std::vector<RuntimeValue> in_values;
+  in_values.reserve(call.inputs.size());
+  for (const auto& t : call.inputs) in_values.push_back(t.defined() ? RuntimeValue(t) : RuntimeValue());
+  std::vector<const RuntimeValue*> in_ptrs;
+  for (const auto& v : in_values) in_ptrs.push_back(&v);
+  std::vector<RuntimeValue> outs(call.num_outputs);
+  OpInfo info{"test", call.op_type, call.domain, call.opset, &call.attrs};
+  KernelContext ctx(info, in_ptrs, &outs, std::vector<bool>(call.num_outputs, true));
+  GBX_RETURN_IF_ERROR(def->fn(ctx));
+  std::vector<Tensor> result;
+  for (auto& o : outs) result.push_back(o.is_tensor() ? o.tensor() : Tensor());
+  return result;
+}
+
+inline Attribute attr_int(int64_t v) {
+  Attribute a;
+  a.type = AttrType::Int;
+  a.i = v;
+  return a;
+}
+inline Attribute attr_float(float v) {
+  Attribute a;
+  a.type = AttrType::Float;
+  a.f = v;
+  return a;
+}
+inline Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.type = AttrType::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attribute attr_string(std::string v) {
+  Attribute a;
+  a.type = AttrType::String;
+  a.s = std::move(v);
+  return a;
+}
+
+}  // namespace gearbox::testing
