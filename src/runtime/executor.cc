@@ -1,1 +1,207 @@
-// Sequential executor (being written).
+// Sequential executor.
+#include "runtime/executor.h"
+
+#include <chrono>
+#include <unordered_set>
+
+#include "base/logging.h"
+
+namespace gearbox {
+
+struct Executor::Frame {
+  std::unordered_map<const Value*, RuntimeValue> values;
+  const Frame* parent = nullptr;
+
+  const RuntimeValue* find(const Value* v) const {
+    for (const Frame* f = this; f; f = f->parent) {
+      auto it = f->values.find(v);
+      if (it != f->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+};
+
+namespace {
+
+// Every value a subgraph (recursively) reads: node inputs and graph outputs.
+void collect_reads(const Graph& g, std::unordered_set<const Value*>& out) {
+  for (const auto& n : g.nodes) {
+    for (const Value* v : n->inputs)
+      if (v) out.insert(v);
+    for (const auto& [name, a] : n->attrs) {
+      if (a.g) collect_reads(*a.g, out);
+      for (const auto& sg : a.graphs) collect_reads(*sg, out);
+    }
+  }
+  for (const Value* v : g.outputs) out.insert(v);
+}
+
+template <typename Fn>
+void for_each_subgraph(const Node& n, Fn&& fn) {
+  for (const auto& [name, a] : n.attrs) {
+    if (a.g) fn(*a.g);
+    for (const auto& sg : a.graphs) fn(*sg);
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine) {
+  std::unique_ptr<Executor> ex(new Executor(std::move(engine)));
+  ex->main_ = model.graph.get();
+  GBX_RETURN_IF_ERROR(ex->plan_graph(*model.graph));
+  return ex;
+}
+
+Status Executor::plan_graph(const Graph& graph) {
+  GraphPlan plan;
+  const auto& registry = KernelRegistry::global();
+  std::unordered_set<const Value*> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+  std::unordered_map<const Value*, size_t> last_use;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = *graph.nodes[i];
+    for (const Value* v : n.inputs)
+      if (v) last_use[v] = i;
+    std::unordered_set<const Value*> reads;
+    for_each_subgraph(n, [&](const Graph& sg) { collect_reads(sg, reads); });
+    for (const Value* v : reads) last_use[v] = i;
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = *graph.nodes[i];
+    NodePlan np;
+    np.node = &n;
+    np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs};
+    for (const auto& def : registry.all())
+      if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine_ && n.opset >= def.since_version &&
+          n.opset <= def.end_version)
+        np.candidates.push_back(&def);
+    if (np.candidates.empty()) {
+      bool other_opset = false;
+      for (const auto& def : registry.all())
+        if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
+      return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
+                        ") has no kernel on engine ", engine_,
+                        other_opset ? " at this opset (other opsets are supported)" : "");
+    }
+    for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
+    for (const Value* v : n.inputs)
+      if (v && v->producer && !graph_outputs.count(v) && last_use[v] == i &&
+          std::find(np.release_after.begin(), np.release_after.end(), v) == np.release_after.end())
+        np.release_after.push_back(v);
+    // Outputs nobody reads are dropped at once.
+    for (const Value* out : n.outputs)
+      if (out && !last_use.count(out) && !graph_outputs.count(out)) np.release_after.push_back(out);
+    plan.nodes.push_back(std::move(np));
+    Status sub = Status::OK();
+    for_each_subgraph(n, [&](const Graph& sg) {
+      if (sub.ok()) sub = plan_graph(sg);
+    });
+    GBX_RETURN_IF_ERROR(sub);
+  }
+  // Values read only by subgraphs are released after the node that holds the subgraph.
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    std::unordered_set<const Value*> reads;
+    for_each_subgraph(*graph.nodes[i], [&](const Graph& sg) { collect_reads(sg, reads); });
+    for (const Value* v : reads)
+      if (v->producer && !graph_outputs.count(v) && last_use[v] == i) {
+        auto& rel = plan.nodes[i].release_after;
+        bool defined_here = false;
+        for (const auto& n : graph.nodes)
+          for (const Value* o : n->outputs)
+            if (o == v) defined_here = true;
+        if (defined_here && std::find(rel.begin(), rel.end(), v) == rel.end()) rel.push_back(v);
+      }
+  }
+  plans_[&graph] = std::move(plan);
+  return Status::OK();
+}
+
+Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs) const {
+  return run_graph(*main_, std::move(inputs), nullptr);
+}
+
+Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
+                                                      const Frame* outer) const {
+  auto plan_it = plans_.find(&graph);
+  if (plan_it == plans_.end()) return make_error(ErrorCode::INTERNAL, "graph '", graph.name, "' was not planned");
+  if (inputs.size() > graph.inputs.size())
+    return make_error(ErrorCode::INVALID_ARGUMENT, "graph '", graph.name, "' takes ", graph.inputs.size(),
+                      " inputs but got ", inputs.size());
+  Frame frame;
+  frame.parent = outer;
+  for (size_t i = 0; i < inputs.size(); ++i) frame.values[graph.inputs[i]] = std::move(inputs[i]);
+  for (const Value* init : graph.initializers) frame.values[init] = RuntimeValue(init->initializer);
+  for (const NodePlan& np : plan_it->second.nodes) GBX_RETURN_IF_ERROR(run_node(np, frame));
+  std::vector<RuntimeValue> outputs;
+  outputs.reserve(graph.outputs.size());
+  for (const Value* v : graph.outputs) {
+    const RuntimeValue* rv = frame.find(v);
+    if (!rv)
+      return make_error(ErrorCode::OUTPUT_MISSING, "graph output '", v->name, "' of graph '", graph.name,
+                        "' was not computed");
+    outputs.push_back(*rv);
+  }
+  return outputs;
+}
+
+Status Executor::run_node(const NodePlan& np, Frame& frame) const {
+  const Node& n = *np.node;
+  std::vector<const RuntimeValue*> ins;
+  ins.reserve(n.inputs.size());
+  for (const Value* v : n.inputs) {
+    if (!v) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    const RuntimeValue* rv = frame.find(v);
+    if (!rv)
+      return make_error(ErrorCode::INTERNAL, "node '", n.name, "' (", n.op_type, "): input '", v->name,
+                        "' has no value at run time");
+    ins.push_back(rv);
+  }
+  // Pick the kernel for the dtype of the input that decides it.
+  const KernelDef* def = nullptr;
+  DType decisive = DType::Undefined;
+  for (const KernelDef* cand : np.candidates) {
+    size_t di = static_cast<size_t>(cand->dtype_input);
+    DType dt = di < ins.size() && ins[di] && ins[di]->is_tensor() ? ins[di]->tensor().dtype() : DType::Undefined;
+    if (dt == DType::Undefined || cand->dtypes.empty() ||
+        std::find(cand->dtypes.begin(), cand->dtypes.end(), dt) != cand->dtypes.end()) {
+      def = cand;
+      break;
+    }
+    decisive = dt;
+  }
+  if (!def)
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
+                      n.opset, ") has no ", engine_, " kernel for dtype ", dtype_name(decisive));
+  std::vector<RuntimeValue> outs(n.outputs.size());
+  SubgraphRunner runner = [this, &frame](const Graph& body, std::vector<RuntimeValue> in) {
+    return run_graph(body, std::move(in), &frame);
+  };
+  KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
+  const bool timing = log::logger().should_log(spdlog::level::debug);
+  auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  Status st = def->fn(ctx);
+  if (!st.ok()) {
+    // Kernels prefix their own node context; add it for those that did not.
+    if (st.message().rfind("node '", 0) != 0) return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");
+    return st;
+  }
+  if (timing) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    GBX_LOG_DEBUG("EXEC", "{} ({}) {:.3f} ms", n.name, n.op_type, ms);
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i]) continue;
+    if (outs[i].is_none() && n.outputs[i]->type.kind == ValueType::Kind::Tensor && n.op_type != "Optional" &&
+        n.op_type != "OptionalGetElement" && n.op_type != "If" && n.op_type != "Loop")
+      return make_error(ErrorCode::INTERNAL, "node '", n.name, "' (", n.op_type, ") did not produce output ", i, " ('",
+                        n.outputs[i]->name, "')");
+    frame.values[n.outputs[i]] = std::move(outs[i]);
+  }
+  for (const Value* v : np.release_after) frame.values.erase(v);
+  return Status::OK();
+}
+
+}  // namespace gearbox

@@ -1,1 +1,96 @@
-// Session (being written).
+// Session: model loading, input validation, thread settings and the executor.
+#include "runtime/session.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/logging.h"
+#include "graph/onnx_importer.h"
+#include "runtime/executor.h"
+
+namespace gearbox {
+
+Session::~Session() = default;
+
+namespace {
+
+// Threads from the options, else GEARBOX_NUM_THREADS, else OpenMP's default (all cores).
+void apply_threads(int requested) {
+  int n = requested;
+  if (n <= 0) {
+    const char* env = std::getenv("GEARBOX_NUM_THREADS");
+    if (env && *env) n = std::atoi(env);
+  }
+  if (n > 0) omp_set_num_threads(n);
+}
+
+std::string describe_io(const IoInfo& io) { return "'" + io.name + "' (" + to_string(io.type) + ")"; }
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionOptions options) {
+  ImportOptions io;
+  io.check_model = options.check_model;
+  GBX_ASSIGN_OR_RETURN(Model model, import_onnx_file(path, io));
+  return create(std::move(model), std::move(options));
+}
+
+Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options) {
+  apply_threads(options.threads);
+  std::unique_ptr<Session> s(new Session());
+  s->model_ = std::move(model);
+  s->options_ = std::move(options);
+  for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
+  for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
+  GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
+  return s;
+}
+
+Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const {
+  for (const auto& [name, value] : feeds) {
+    auto it = std::find_if(inputs_.begin(), inputs_.end(), [&](const IoInfo& io) { return io.name == name; });
+    if (it == inputs_.end()) {
+      std::string names;
+      for (const auto& io : inputs_) names += (names.empty() ? "" : ", ") + describe_io(io);
+      return make_error(ErrorCode::INPUT_UNKNOWN, "'", name, "' is not an input of the model; its inputs are: ", names);
+    }
+    if (it->type.kind != ValueType::Kind::Tensor || !value.is_tensor()) continue;
+    const Tensor& t = value.tensor();
+    if (it->type.dtype != DType::Undefined && t.dtype() != it->type.dtype)
+      return make_error(ErrorCode::INPUT_DTYPE_MISMATCH, "input '", name, "' must be ", dtype_name(it->type.dtype),
+                        " but got ", dtype_name(t.dtype()), " (shape ", to_string(t.dims()), ")");
+    if (!it->type.shape.accepts(t.dims()))
+      return make_error(ErrorCode::INPUT_SHAPE_MISMATCH, "input '", name, "' must have shape ",
+                        to_string(it->type.shape), " but got ", to_string(t.dims()));
+  }
+  for (const auto& io : inputs_)
+    if (!feeds.count(io.name))
+      return make_error(ErrorCode::INPUT_MISSING, "input ", describe_io(io), " was not given");
+  return Status::OK();
+}
+
+Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds) const {
+  GBX_RETURN_IF_ERROR(validate(feeds));
+  std::vector<RuntimeValue> ordered;
+  ordered.reserve(inputs_.size());
+  for (const auto& io : inputs_) ordered.push_back(feeds.at(io.name));
+  return executor_->run(std::move(ordered));
+}
+
+Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds) const {
+  std::map<std::string, RuntimeValue> values;
+  for (const auto& [k, v] : feeds) values.emplace(k, RuntimeValue(v));
+  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values));
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].is_tensor())
+      return make_error(ErrorCode::OUTPUT_MISSING, "output '", outputs_[i].name,
+                        "' is a sequence or an empty optional, not a tensor");
+    tensors.push_back(std::move(outs[i].tensor()));
+  }
+  return tensors;
+}
+
+}  // namespace gearbox

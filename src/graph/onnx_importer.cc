@@ -1,0 +1,470 @@
+// ONNX import on libonnx's protobuf classes. Everything read from the file is validated
+// before use: tensor sizes against their dims, external-data locations against the model's
+// folder, names against the values defined so far.
+#include "graph/onnx_importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/logging.h"
+
+namespace gearbox {
+namespace fs = std::filesystem;
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return make_error(ErrorCode::FILE_NOT_FOUND, "'", path, "' does not exist");
+  if (fs::is_directory(path, ec))
+    return make_error(ErrorCode::FILE_NOT_FOUND, "'", path, "' is a directory, not a model file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::FILE_NOT_FOUND, "cannot open '", path, "' for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  if (bytes.empty()) return make_error(ErrorCode::FILE_EMPTY, "'", path, "' is empty (0 bytes)");
+  return bytes;
+}
+
+// Resolves an external-data location inside base_dir; refuses anything that leaves it.
+Result<std::string> resolve_external(const std::string& base_dir, const std::string& location,
+                                     const std::string& tensor) {
+  if (base_dir.empty())
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tensor,
+                      "' uses external data but the model was not loaded from a file");
+  fs::path loc(location);
+  if (location.empty() || loc.is_absolute())
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tensor, "': external data location '", location,
+                      "' must be a relative path inside the model's folder");
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::path(base_dir), ec);
+  fs::path full = fs::weakly_canonical(base / loc, ec);
+  auto rel = full.lexically_relative(base);
+  if (ec || rel.empty() || *rel.begin() == "..")
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tensor, "': external data location '", location,
+                      "' resolves outside the model's folder ", base.string(), "; refused");
+  return full.string();
+}
+
+Result<std::string> read_external(const onnx::TensorProto& tp, const std::string& base_dir, size_t expected) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : tp.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::atoll(kv.value().c_str());
+    else if (kv.key() == "length") length = std::atoll(kv.value().c_str());
+  }
+  GBX_ASSIGN_OR_RETURN(std::string file, resolve_external(base_dir, location, tp.name()));
+  std::error_code ec;
+  auto size = fs::file_size(file, ec);
+  if (ec) return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': cannot read '", file, "'");
+  if (length < 0) length = static_cast<int64_t>(expected);
+  if (offset < 0 || static_cast<size_t>(length) != expected || static_cast<uint64_t>(offset + length) > size)
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': offset ", offset, " + length ",
+                      length, " does not fit '", file, "' (", size, " bytes) or the tensor's ", expected, " bytes");
+  std::ifstream in(file, std::ios::binary);
+  std::string data(expected, '\0');
+  in.seekg(offset);
+  in.read(data.data(), static_cast<std::streamsize>(expected));
+  if (!in) return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': short read from '", file, "'");
+  return data;
+}
+
+template <typename Field>
+Status check_count(const onnx::TensorProto& tp, const Field& f, int64_t n) {
+  if (static_cast<int64_t>(f.size()) != n)
+    return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' has ", f.size(), " values for ", n,
+                      " elements");
+  return Status::OK();
+}
+
+Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& base_dir) {
+  if (!dtype_is_known(tp.data_type()))
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "tensor '", tp.name(), "' has ONNX data type ", tp.data_type(),
+                      " which gearbox does not support (complex, float8 or undefined)");
+  DType dt = static_cast<DType>(tp.data_type());
+  Dims dims(tp.dims().begin(), tp.dims().end());
+  for (int64_t d : dims)
+    if (d < 0) return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' has a negative dim ", d);
+  GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dt, dims));
+  const int64_t n = t.numel();
+  if (dt == DType::String) {
+    GBX_RETURN_IF_ERROR(check_count(tp, tp.string_data(), n));
+    for (int64_t i = 0; i < n; ++i) t.strings()[i] = tp.string_data(static_cast<int>(i));
+    return t;
+  }
+  const size_t bytes = t.nbytes();
+  auto* dst = static_cast<char*>(t.mutable_raw());
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    GBX_ASSIGN_OR_RETURN(std::string data, read_external(tp, base_dir, bytes));
+    std::memcpy(dst, data.data(), bytes);
+    return t;
+  }
+  if (tp.has_raw_data()) {
+    if (tp.raw_data().size() != bytes)
+      return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' ", describe(t), " needs ", bytes,
+                        " bytes of raw data but has ", tp.raw_data().size());
+    std::memcpy(dst, tp.raw_data().data(), bytes);
+    return t;
+  }
+  switch (dt) {
+    case DType::F32:
+      GBX_RETURN_IF_ERROR(check_count(tp, tp.float_data(), n));
+      std::memcpy(dst, tp.float_data().data(), bytes);
+      break;
+    case DType::F64:
+      GBX_RETURN_IF_ERROR(check_count(tp, tp.double_data(), n));
+      std::memcpy(dst, tp.double_data().data(), bytes);
+      break;
+    case DType::I64:
+      GBX_RETURN_IF_ERROR(check_count(tp, tp.int64_data(), n));
+      std::memcpy(dst, tp.int64_data().data(), bytes);
+      break;
+    case DType::U32:
+    case DType::U64: {
+      GBX_RETURN_IF_ERROR(check_count(tp, tp.uint64_data(), n));
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t v = tp.uint64_data(static_cast<int>(i));
+        if (dt == DType::U32) t.data<uint32_t>()[i] = static_cast<uint32_t>(v);
+        else t.data<uint64_t>()[i] = v;
+      }
+      break;
+    }
+    default: {
+      // int32_data carries every type of 32 bits or less (f16/bf16 as their bit patterns).
+      GBX_RETURN_IF_ERROR(check_count(tp, tp.int32_data(), n));
+      visit_numeric(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (int64_t i = 0; i < n; ++i) {
+          int32_t v = tp.int32_data(static_cast<int>(i));
+          if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+            t.data<T>()[i].bits = static_cast<uint16_t>(v);
+          } else {
+            t.data<T>()[i] = static_cast<T>(v);
+          }
+        }
+      });
+    }
+  }
+  return t;
+}
+
+ValueType convert_type(const onnx::TypeProto& tp) {
+  ValueType vt;
+  if (tp.has_tensor_type()) {
+    vt.kind = ValueType::Kind::Tensor;
+    vt.dtype = dtype_is_known(tp.tensor_type().elem_type()) ? static_cast<DType>(tp.tensor_type().elem_type())
+                                                             : DType::Undefined;
+    if (tp.tensor_type().has_shape()) {
+      std::vector<Dim> dims;
+      for (const auto& d : tp.tensor_type().shape().dim()) {
+        if (d.has_dim_value()) dims.emplace_back(d.dim_value());
+        else dims.push_back(Dim::symbolic(d.dim_param()));
+      }
+      vt.shape = Shape(std::move(dims));
+    }
+  } else if (tp.has_sequence_type()) {
+    vt.kind = ValueType::Kind::Sequence;
+    vt.elem = std::make_shared<ValueType>(convert_type(tp.sequence_type().elem_type()));
+    vt.dtype = vt.elem->dtype;
+  } else if (tp.has_optional_type()) {
+    vt.kind = ValueType::Kind::Optional;
+    vt.elem = std::make_shared<ValueType>(convert_type(tp.optional_type().elem_type()));
+    vt.dtype = vt.elem->dtype;
+  }
+  return vt;
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const OpsetMap& opsets, std::string base_dir) : opsets_(opsets), base_dir_(std::move(base_dir)) {}
+
+  Result<std::shared_ptr<Graph>> import(const onnx::GraphProto& gp, const Graph* parent) {
+    auto g = std::make_shared<Graph>();
+    g->name = gp.name();
+    g->parent = parent;
+    std::map<std::string, const onnx::TypeProto*> declared;
+    for (const auto& vi : gp.value_info()) declared[vi.name()] = &vi.type();
+    for (const auto& vi : gp.output()) declared[vi.name()] = &vi.type();
+
+    for (const auto& init : gp.initializer()) {
+      if (init.name().empty()) return make_error(ErrorCode::MODEL_INVALID, "an initializer has no name");
+      if (g->find_value(init.name()))
+        return make_error(ErrorCode::MODEL_INVALID, "initializer '", init.name(), "' is defined twice");
+      GBX_ASSIGN_OR_RETURN(Tensor t, convert_tensor(init, base_dir_));
+      Value* v = g->add_value(init.name());
+      v->is_initializer = true;
+      v->type.dtype = t.dtype();
+      v->type.shape = Shape::from_dims(t.dims());
+      v->initializer = std::move(t);
+      g->initializers.push_back(v);
+    }
+    for (const auto& in : gp.input()) {
+      if (Value* existing = g->find_value(in.name())) {
+        // Older exporters list initializers among the inputs: keep them constant.
+        if (existing->is_initializer) continue;
+        return make_error(ErrorCode::MODEL_INVALID, "graph input '", in.name(), "' is declared twice");
+      }
+      Value* v = g->add_value(in.name());
+      v->type = convert_type(in.type());
+      g->inputs.push_back(v);
+    }
+    // Create every node output first so that subgraphs and out-of-order nodes resolve.
+    for (const auto& np : gp.node())
+      for (const auto& out : np.output()) {
+        if (out.empty()) continue;
+        if (g->find_value(out))
+          return make_error(ErrorCode::MODEL_INVALID, "value '", out, "' is produced twice (node '", np.name(), "', ",
+                            np.op_type(), ")");
+        Value* v = g->add_value(out);
+        auto it = declared.find(out);
+        if (it != declared.end()) v->type = convert_type(*it->second);
+      }
+    int unnamed = 0;
+    for (const auto& np : gp.node()) {
+      Node* n = g->add_node(np.op_type(), np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed++) : np.name());
+      n->domain = np.domain() == "ai.onnx" ? "" : np.domain();
+      auto op_it = opsets_.find(n->domain);
+      if (op_it == opsets_.end())
+        return make_error(ErrorCode::MODEL_INVALID, "node '", n->name, "' uses domain '", n->domain,
+                          "' which the model does not import (opset_import)");
+      n->opset = static_cast<int>(op_it->second);
+      for (const auto& in : np.input()) {
+        if (in.empty()) {
+          n->inputs.push_back(nullptr);
+          continue;
+        }
+        Value* v = lookup(*g, in);
+        if (!v)
+          return make_error(ErrorCode::GRAPH_CYCLE, "node '", n->name, "' (", n->op_type, ") reads '", in,
+                            "' which no input, initializer or node defines");
+        n->inputs.push_back(v);
+      }
+      for (const auto& out : np.output()) {
+        Value* v = out.empty() ? nullptr : g->find_value(out);
+        if (v) v->producer = n;
+        n->outputs.push_back(v);
+      }
+      for (const auto& ap : np.attribute()) {
+        GBX_ASSIGN_OR_RETURN(Attribute a, convert_attribute(ap, *g, *n));
+        n->attrs[ap.name()] = std::move(a);
+      }
+    }
+    for (const auto& out : gp.output()) {
+      Value* v = lookup(*g, out.name());
+      if (!v)
+        return make_error(ErrorCode::MODEL_INVALID, "graph output '", out.name(), "' is not produced by any node");
+      if (v->type.dtype == DType::Undefined && v->type.kind == ValueType::Kind::Tensor) v->type = convert_type(out.type());
+      g->outputs.push_back(v);
+    }
+    GBX_RETURN_IF_ERROR(topological_sort(*g));
+    return g;
+  }
+
+ private:
+  static Value* lookup(const Graph& g, const std::string& name) {
+    for (const Graph* s = &g; s; s = s->parent)
+      if (Value* v = s->find_value(name)) return v;
+    return nullptr;
+  }
+
+  Result<Attribute> convert_attribute(const onnx::AttributeProto& ap, const Graph& g, const Node& n) {
+    Attribute a;
+    using AP = onnx::AttributeProto;
+    switch (ap.type()) {
+      case AP::FLOAT: a.type = AttrType::Float; a.f = ap.f(); break;
+      case AP::INT: a.type = AttrType::Int; a.i = ap.i(); break;
+      case AP::STRING: a.type = AttrType::String; a.s = ap.s(); break;
+      case AP::FLOATS: a.type = AttrType::Floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+      case AP::INTS: a.type = AttrType::Ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+      case AP::STRINGS: a.type = AttrType::Strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+      case AP::TENSOR: {
+        a.type = AttrType::Tensor;
+        GBX_ASSIGN_OR_RETURN(a.t, convert_tensor(ap.t(), base_dir_));
+        break;
+      }
+      case AP::TENSORS: {
+        a.type = AttrType::Tensors;
+        for (const auto& tp : ap.tensors()) {
+          GBX_ASSIGN_OR_RETURN(Tensor t, convert_tensor(tp, base_dir_));
+          a.tensors.push_back(std::move(t));
+        }
+        break;
+      }
+      case AP::GRAPH: {
+        a.type = AttrType::Graph;
+        GBX_ASSIGN_OR_RETURN(a.g, import(ap.g(), &g));
+        break;
+      }
+      case AP::GRAPHS: {
+        a.type = AttrType::Graphs;
+        for (const auto& gp : ap.graphs()) {
+          GBX_ASSIGN_OR_RETURN(auto sg, import(gp, &g));
+          a.graphs.push_back(std::move(sg));
+        }
+        break;
+      }
+      case AP::TYPE_PROTO: {
+        // Optional's 'type': kept as the element dtype only.
+        a.type = AttrType::Int;
+        a.i = ap.tp().has_tensor_type() ? ap.tp().tensor_type().elem_type() : 0;
+        break;
+      }
+      default:
+        return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", n.name, "' (", n.op_type, "): attribute '", ap.name(),
+                          "' has a type gearbox does not support (", static_cast<int>(ap.type()), ")");
+    }
+    return a;
+  }
+
+  const OpsetMap& opsets_;
+  std::string base_dir_;
+};
+
+bool uses_external_data(const onnx::GraphProto& g) {
+  for (const auto& t : g.initializer())
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && uses_external_data(a.g())) return true;
+      for (const auto& sg : a.graphs())
+        if (uses_external_data(sg)) return true;
+    }
+  return false;
+}
+
+Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, const std::string& path,
+                           const ImportOptions& options) {
+  if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
+    return make_error(ErrorCode::MODEL_NOT_A_MODEL, "'", path, "' parses as protobuf but holds no ONNX graph");
+  Model model;
+  model.path = path;
+  model.ir_version = mp.ir_version();
+  model.producer_name = mp.producer_name();
+  model.producer_version = mp.producer_version();
+  for (const auto& op : mp.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    model.opsets[domain] = op.version();
+  }
+  if (model.opsets.empty() && mp.ir_version() < 3) model.opsets[""] = 1;
+  auto onnx_it = model.opsets.find("");
+  if (onnx_it != model.opsets.end() && (onnx_it->second < kMinOpset || onnx_it->second > kMaxOpset))
+    return make_error(ErrorCode::OPSET_UNSUPPORTED, "'", path, "' uses ai.onnx opset ", onnx_it->second,
+                      "; gearbox supports opsets ", kMinOpset, " to ", kMaxOpset);
+
+  if (options.check_model) {
+    try {
+      if (!base_dir.empty() && uses_external_data(mp.graph()))
+        onnx::checker::check_model(path);
+      else
+        onnx::checker::check_model(mp);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      // An op the ONNX schema registry does not know is an unsupported op, not a broken file.
+      auto pos = what.find("No Op registered for ");
+      if (pos != std::string::npos) {
+        std::string rest = what.substr(pos + 21);
+        return make_error(ErrorCode::OP_UNSUPPORTED, "operator ", rest.substr(0, rest.find('\n')),
+                          " is not a known ONNX operator, and gearbox has no kernel for it");
+      }
+      return make_error(ErrorCode::MODEL_INVALID, "'", path, "': ", what.substr(0, 600));
+    }
+  }
+  if (options.infer_shapes) {
+    try {
+      onnx::shape_inference::InferShapes(mp);
+    } catch (const std::exception& e) {
+      GBX_LOG_WARN("GRAPH", "shape inference failed on '{}': {}; continuing with declared shapes", path,
+                   std::string(e.what()).substr(0, 300));
+    }
+  }
+  GraphImporter importer(model.opsets, base_dir);
+  GBX_ASSIGN_OR_RETURN(model.graph, importer.import(mp.graph(), nullptr));
+  GBX_LOG_INFO("GRAPH", "imported '{}': {} nodes, {} inputs, {} outputs, {} initializers, ai.onnx opset {}", path,
+               model.graph->nodes.size(), model.graph->inputs.size(), model.graph->outputs.size(),
+               model.graph->initializers.size(), onnx_it == model.opsets.end() ? 0 : onnx_it->second);
+  return model;
+}
+
+bool parse_model(const std::string& bytes, onnx::ModelProto& mp) {
+  // Protobuf's parser is robust against malformed input; any failure is a parse error.
+  return mp.ParseFromString(bytes);
+}
+
+}  // namespace
+
+Result<Model> import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options) {
+  if (bytes.empty()) return make_error(ErrorCode::FILE_EMPTY, "the model is empty (0 bytes)");
+  onnx::ModelProto mp;
+  if (!parse_model(bytes, mp))
+    return make_error(ErrorCode::MODEL_PARSE_FAILED, "the model (", bytes.size(),
+                      " bytes) is not a valid ONNX protobuf: truncated or corrupt");
+  return import_proto(mp, base_dir, "<memory>", options);
+}
+
+Result<Model> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  GBX_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  onnx::ModelProto mp;
+  if (!parse_model(bytes, mp))
+    return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' (", bytes.size(),
+                      " bytes) is not a valid ONNX protobuf: truncated or corrupt");
+  std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
+  return import_proto(mp, base_dir, path, options);
+}
+
+Result<Tensor> load_tensor_pb(const std::string& path) {
+  GBX_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  onnx::TensorProto tp;
+  if (!tp.ParseFromString(bytes))
+    return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not a valid TensorProto");
+  return convert_tensor(tp, fs::absolute(fs::path(path)).parent_path().string());
+}
+
+namespace {
+Result<RuntimeValue> convert_sequence(const onnx::SequenceProto& sp, const std::string& dir) {
+  TensorSequence seq;
+  for (const auto& tp : sp.tensor_values()) {
+    GBX_ASSIGN_OR_RETURN(Tensor t, convert_tensor(tp, dir));
+    seq.elem_dtype = t.dtype();
+    seq.tensors.push_back(std::move(t));
+  }
+  if (sp.elem_type() != onnx::SequenceProto::TENSOR && sp.elem_type() != onnx::SequenceProto::UNDEFINED)
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "sequences of non-tensors are not supported");
+  return RuntimeValue(std::move(seq));
+}
+}  // namespace
+
+Result<RuntimeValue> load_value_pb(const std::string& path, const ValueType& type) {
+  GBX_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  std::string dir = fs::absolute(fs::path(path)).parent_path().string();
+  const ValueType* t = &type;
+  if (t->kind == ValueType::Kind::Optional) {
+    onnx::OptionalProto op;
+    if (!op.ParseFromString(bytes)) return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not an OptionalProto");
+    if (op.has_tensor_value()) {
+      GBX_ASSIGN_OR_RETURN(Tensor tensor, convert_tensor(op.tensor_value(), dir));
+      return RuntimeValue(std::move(tensor));
+    }
+    if (op.has_sequence_value()) return convert_sequence(op.sequence_value(), dir);
+    return RuntimeValue();
+  }
+  if (t->kind == ValueType::Kind::Sequence) {
+    onnx::SequenceProto sp;
+    if (!sp.ParseFromString(bytes)) return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not a SequenceProto");
+    auto r = convert_sequence(sp, dir);
+    if (r.ok() && type.elem) r->sequence().elem_dtype = type.elem->dtype;
+    return r;
+  }
+  onnx::TensorProto tp;
+  if (!tp.ParseFromString(bytes)) return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not a TensorProto");
+  GBX_ASSIGN_OR_RETURN(Tensor tensor, convert_tensor(tp, dir));
+  return RuntimeValue(std::move(tensor));
+}
+
+}  // namespace gearbox
