@@ -1,0 +1,256 @@
+// Resize (opsets 10, 11-12, 13-17) and Upsample (7-9), reference.
+//
+// Resizing is separable: each axis whose size or scale changes is resized on its own, in
+// turn, with 1-D weights (nearest: one tap; linear: two; cubic: four) computed exactly as the
+// ONNX reference implementation does (onnx/backend/test/case/node/resize.py):
+//   - output size = floor(in * scale) when scales are given; scale = out / in for sizes;
+//   - the coordinate transform uses the *given* scale, and "output_width" in align_corners,
+//     pytorch_half_pixel and tf_crop_and_resize is scale * in (not the floored size);
+//   - a source coordinate that is an integer takes ratio 1 against the pixel on its left,
+//     neighbours beyond the edge are clamped (edge padding);
+//   - tf_crop_and_resize returns extrapolation_value where the source lies outside.
+// Opset 10 and Upsample have no transform attribute: they are asymmetric, and their nearest
+// rounds down when upsampling and up when downsampling (what ONNX Runtime does).
+#include <cmath>
+
+#include "kernels/cpu/ref/misc_util.h"
+#include "kernels/cpu/ref/ref_util.h"
+
+namespace gearbox::ref {
+namespace {
+
+enum class Mode { Nearest, Linear, Cubic };
+
+struct ResizeParams {
+  Mode mode = Mode::Nearest;
+  std::string transform = "half_pixel";
+  std::string nearest_mode = "round_prefer_floor";
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0;
+  bool legacy = false;  // opset 10 Resize / Upsample
+};
+
+struct Tap {
+  int64_t idx;
+  double w;
+};
+
+// The taps for output coordinate x along one axis; empty means "extrapolate".
+std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, double scale, double roi_start,
+                          double roi_end) {
+  const double out_w = scale * static_cast<double>(in_len);
+  const double xd = static_cast<double>(x);
+  const double in_d = static_cast<double>(in_len);
+  double xo = 0;
+  const std::string& t = p.transform;
+  if (p.legacy || t == "asymmetric") {
+    xo = xd / scale;
+  } else if (t == "half_pixel") {
+    xo = (xd + 0.5) / scale - 0.5;
+  } else if (t == "pytorch_half_pixel") {
+    xo = out_w == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
+  } else if (t == "align_corners") {
+    xo = out_w == 1 ? 0.0 : xd * (in_d - 1) / (out_w - 1);
+  } else if (t == "tf_half_pixel_for_nn") {
+    xo = (xd + 0.5) / scale;
+  } else {  // tf_crop_and_resize (validated by the caller)
+    xo = out_w == 1 ? (roi_end - roi_start) * (in_d - 1) / 2 : xd * (roi_end - roi_start) * (in_d - 1) / (out_w - 1);
+    xo += roi_start * (in_d - 1);
+    if (xo < 0 || xo > in_d - 1) return {};
+  }
+  auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in_len - 1); };
+
+  if (p.mode == Mode::Nearest) {
+    double fl = std::floor(xo);
+    int64_t i = static_cast<int64_t>(fl);
+    if (xo != fl) {
+      double r = xo - fl;
+      const std::string& nm = p.nearest_mode;
+      if (p.legacy) i = scale < 1 ? i + 1 : i;
+      else if (nm == "round_prefer_ceil") i = r >= 0.5 ? i + 1 : i;
+      else if (nm == "floor") i = i;
+      else if (nm == "ceil") i = i + 1;
+      else i = r > 0.5 ? i + 1 : i;  // round_prefer_floor
+    }
+    return {{clampi(i), 1.0}};
+  }
+  // The left neighbour and ratio in (0, 1]: an integer coordinate sits at ratio 1.
+  double fl = std::floor(xo);
+  int64_t base = static_cast<int64_t>(fl);
+  double ratio = xo - fl;
+  if (ratio == 0) {
+    base -= 1;
+    ratio = 1;
+  }
+  std::vector<Tap> taps;
+  if (p.mode == Mode::Linear) {
+    taps = {{base, 1 - ratio}, {base + 1, ratio}};
+  } else {
+    const double A = p.cubic_a, r = ratio, s = 1 - ratio;
+    taps = {{base - 1, ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A},
+            {base, ((A + 2) * r - (A + 3)) * r * r + 1},
+            {base + 1, ((A + 2) * s - (A + 3)) * s * s + 1},
+            {base + 2, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A}};
+  }
+  if (p.exclude_outside) {
+    double sum = 0;
+    for (auto& tp : taps) {
+      if (tp.idx < 0 || tp.idx >= in_len) tp.w = 0;
+      sum += tp.w;
+    }
+    if (sum != 0)
+      for (auto& tp : taps) tp.w /= sum;
+  }
+  for (auto& tp : taps) tp.idx = clampi(tp.idx);
+  return taps;
+}
+
+// Resizes `data` (dims) along `axis` to out_len.
+std::vector<double> resize_axis(const ResizeParams& p, const std::vector<double>& data, Dims& dims, size_t axis,
+                                int64_t out_len, double scale, double roi_start, double roi_end) {
+  const int64_t in_len = dims[axis];
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= dims[i];
+  for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
+  std::vector<double> out(static_cast<size_t>(outer * out_len * inner));
+  for (int64_t x = 0; x < out_len; ++x) {
+    std::vector<Tap> taps = taps_for(p, x, in_len, scale, roi_start, roi_end);
+    for (int64_t o = 0; o < outer; ++o) {
+      double* dst = &out[static_cast<size_t>((o * out_len + x) * inner)];
+      if (taps.empty()) {
+        for (int64_t k = 0; k < inner; ++k) dst[k] = p.extrapolation;
+        continue;
+      }
+      for (int64_t k = 0; k < inner; ++k) dst[k] = 0;
+      for (const Tap& tp : taps) {
+        const double* src = &data[static_cast<size_t>((o * in_len + tp.idx) * inner)];
+        for (int64_t k = 0; k < inner; ++k) dst[k] += tp.w * src[k];
+      }
+    }
+  }
+  dims[axis] = out_len;
+  return out;
+}
+
+Status run_resize(KernelContext& ctx, const ResizeParams& p, const std::vector<double>& scales_in,
+                  const std::vector<int64_t>& sizes, const std::vector<double>& roi) {
+  const Tensor& x = ctx.input(0);
+  const size_t rank = x.rank();
+  if (x.numel() < 0 || rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 1, got ", describe(x));
+  std::vector<double> scales(rank, 1.0);
+  Dims out_dims(rank);
+  if (!sizes.empty()) {
+    if (sizes.size() != rank)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "sizes has ", sizes.size(), " values for input ", describe(x));
+    for (size_t i = 0; i < rank; ++i) {
+      if (sizes[i] < 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "sizes[", i, "] = ", sizes[i], " is negative");
+      out_dims[i] = sizes[i];
+      scales[i] = x.dim(i) == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(x.dim(i));
+    }
+  } else {
+    if (scales_in.size() != rank)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "scales has ", scales_in.size(), " values for input ", describe(x),
+                       " (and no sizes were given)");
+    for (size_t i = 0; i < rank; ++i) {
+      if (!(scales_in[i] > 0))
+        return ctx.error(ErrorCode::INVALID_ARGUMENT, "scales[", i, "] = ", scales_in[i], " must be positive");
+      scales[i] = scales_in[i];
+      double o = std::floor(scales[i] * static_cast<double>(x.dim(i)));
+      if (o > 1e12) return ctx.error(ErrorCode::INVALID_ARGUMENT, "scale ", scales[i], " gives a huge output");
+      out_dims[i] = static_cast<int64_t>(o);
+    }
+  }
+  const bool crop = !p.legacy && p.transform == "tf_crop_and_resize";
+  if (crop && roi.size() != 2 * rank)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "tf_crop_and_resize needs roi with ", 2 * rank, " values, got ",
+                     roi.size());
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), out_dims));
+  std::vector<double> data = read_doubles(x);
+  Dims dims = x.dims();
+  if (x.numel() > 0 && y.numel() > 0) {
+    for (size_t a = 0; a < rank; ++a) {
+      if (!crop && out_dims[a] == dims[a] && scales[a] == 1.0) continue;
+      data = resize_axis(p, data, dims, a, out_dims[a], scales[a], crop ? roi[a] : 0, crop ? roi[a + rank] : 1);
+    }
+    if (!is_float(x.dtype()))  // integer images: round to nearest like a float->int resize would
+      for (double& v : data) v = std::nearbyint(v);
+    store_doubles(y, data);
+  }
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
+  ResizeParams p;
+  p.legacy = legacy;
+  std::string mode = ctx.attr_string("mode", "nearest");
+  if (mode == "nearest") p.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear") p.mode = Mode::Linear;
+  else if (mode == "cubic" && !legacy) p.mode = Mode::Cubic;
+  else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode '", mode, "' is not supported");
+  if (!legacy) {
+    p.transform = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
+    static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                        "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    bool known = false;
+    for (const char* t : kTransforms) known |= p.transform == t;
+    if (!known)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "coordinate_transformation_mode '", p.transform, "' is unknown");
+    p.nearest_mode = ctx.attr_string("nearest_mode", "round_prefer_floor");
+    if (p.nearest_mode != "round_prefer_floor" && p.nearest_mode != "round_prefer_ceil" && p.nearest_mode != "floor" &&
+        p.nearest_mode != "ceil")
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "nearest_mode '", p.nearest_mode, "' is unknown");
+    p.cubic_a = ctx.attr_float("cubic_coeff_a", -0.75f);
+    p.exclude_outside = ctx.attr_int("exclude_outside", 0) != 0;
+    p.extrapolation = ctx.attr_float("extrapolation_value", 0.0f);
+  }
+  return p;
+}
+
+// Resize-11+: X, roi, scales, sizes (roi and scales optional from 13; an empty tensor counts
+// as absent, as exporters pass "" or an empty initializer).
+Status resize(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  const bool legacy = ctx.opset() < 11;
+  GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, legacy));
+  auto present = [&](size_t i) { return ctx.has_input(i) && ctx.input_value(i).is_tensor() && ctx.input(i).numel() > 0; };
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  if (legacy) {
+    if (!present(1)) return ctx.error(ErrorCode::INVALID_ARGUMENT, "scales input is required");
+    scales = read_doubles(ctx.input(1));
+  } else {
+    if (present(1)) roi = read_doubles(ctx.input(1));
+    if (present(2)) scales = read_doubles(ctx.input(2));
+    if (present(3)) {
+      GBX_ASSIGN_OR_RETURN(sizes, read_ints(ctx, ctx.input(3)));
+    }
+    if (!scales.empty() && !sizes.empty())
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "only one of scales and sizes may be given");
+    if (scales.empty() && sizes.empty())
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "one of scales and sizes must be given");
+  }
+  return run_resize(ctx, p, scales, sizes, roi);
+}
+
+Status upsample(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, true));
+  std::vector<double> scales;
+  if (ctx.opset() >= 9) {
+    GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
+    scales = read_doubles(ctx.input(1));
+  } else {
+    for (float f : ctx.attr_floats("scales")) scales.push_back(f);
+  }
+  return run_resize(ctx, p, scales, {}, {});
+}
+
+const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8,
+                                         DType::I8,  DType::I32, DType::I64};
+GBX_REGISTER_KERNEL({"", "Resize", 10, 17, kEngineRef, kResizeTypes, resize});
+GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, upsample});
+
+}  // namespace
+}  // namespace gearbox::ref
