@@ -1,0 +1,132 @@
+// Pad (reference): constant, reflect and edge modes; pads (and the constant value) are
+// attributes before opset 11 and inputs from 11. Negative pads crop. Each output row maps
+// its outer coordinates once and memcpy's the part of the row that lies inside the input.
+#include <algorithm>
+
+#include "kernels/cpu/ref/shape_util.h"
+
+namespace gearbox::ref {
+namespace {
+
+enum class PadMode { Constant, Reflect, Edge };
+
+// Input coordinate for output coordinate o along a dim of size d padded by b in front;
+// -1 means "use the constant".
+int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
+  int64_t c = o - b;
+  if (c >= 0 && c < d) return c;
+  switch (mode) {
+    case PadMode::Constant: return -1;
+    case PadMode::Edge: return std::clamp<int64_t>(c, 0, d - 1);
+    case PadMode::Reflect: {
+      if (d == 1) return 0;
+      const int64_t p = 2 * (d - 1);
+      c = ((c % p) + p) % p;
+      return c >= d ? p - c : c;
+    }
+  }
+  return -1;
+}
+
+Status pad(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = int64_t(x.rank());
+  const std::string mode_s = ctx.attr_string("mode", "constant");
+  PadMode mode;
+  if (mode_s == "constant") mode = PadMode::Constant;
+  else if (mode_s == "reflect") mode = PadMode::Reflect;
+  else if (mode_s == "edge") mode = PadMode::Edge;
+  else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
+
+  const bool inputs = ctx.opset() >= 11;
+  GBX_ASSIGN_OR_RETURN(auto pads_opt, ints_from_input_or_attr(ctx, 1, inputs, "pads"));
+  if (!pads_opt) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Pad needs pads");
+  const auto& pads = *pads_opt;
+  if (int64_t(pads.size()) != 2 * rank)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads has ", pads.size(), " entries but input ", describe(x),
+                     " needs ", 2 * rank);
+
+  // The constant as a one-element tensor of x's dtype, so it is copied like any element.
+  Tensor cv(x.dtype(), {1});
+  if (inputs) {
+    if (ctx.has_input(2)) {
+      GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
+      const Tensor& c = ctx.input(2);
+      if (c.dtype() != x.dtype() || c.numel() != 1)
+        return ctx.error(ErrorCode::INVALID_ARGUMENT, "constant_value ", describe(c),
+                         " must be one value of the data's dtype ", dtype_name(x.dtype()));
+      ElemCopier(c, cv).one(0, 0);
+    }
+  } else {
+    const float v = ctx.attr_float("value", 0.0f);
+    visit_numeric(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      cv.data<T>()[0] = static_cast<T>(static_cast<compute_t<T>>(v));
+    });
+  }
+
+  Dims out(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t b = pads[size_t(i)], e = pads[size_t(i + rank)], d = x.dim(size_t(i));
+    out[size_t(i)] = d + b + e;
+    if (out[size_t(i)] < 0 || b < -d || e < -d)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads ", to_string(Dims(pads)), " crop more than axis ", i,
+                       " of ", describe(x), " holds");
+    if (mode != PadMode::Constant && d == 0 && out[size_t(i)] > 0)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, mode_s, " padding of empty axis ", i, " of ", describe(x));
+  }
+  GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, x.dtype(), out));
+  if (y.numel() == 0) {
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  }
+  if (rank == 0) {
+    ctx.set_output(0, x);
+    return Status::OK();
+  }
+  const ElemCopier cp(x, y), cc(cv, y);
+  const auto xs = strides_of(x.dims());
+  const int64_t last = out.back(), d_last = x.dims().back(), b_last = pads[size_t(rank - 1)];
+  const int64_t rows = y.numel() / last;
+  std::vector<int64_t> pos(size_t(rank - 1), 0);
+  // The part of each row that is a contiguous run of the input row.
+  const int64_t mid_lo = std::clamp<int64_t>(b_last, 0, last), mid_hi = std::clamp<int64_t>(b_last + d_last, 0, last);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t dof = r * last;
+    int64_t src = 0;
+    bool inside = true;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      const int64_t c = source_coord(pos[size_t(d)], x.dim(size_t(d)), pads[size_t(d)], mode);
+      if (c < 0) {
+        inside = false;
+        break;
+      }
+      src += c * xs[size_t(d)];
+    }
+    if (!inside) {
+      for (int64_t j = 0; j < last; ++j) cc.one(0, dof + j);
+    } else {
+      for (int64_t j = 0; j < mid_lo; ++j) {
+        const int64_t c = source_coord(j, d_last, b_last, mode);
+        c < 0 ? cc.one(0, dof + j) : cp.one(src + c, dof + j);
+      }
+      if (mid_hi > mid_lo) cp.run(src + (mid_lo - b_last), dof + mid_lo, mid_hi - mid_lo);
+      for (int64_t j = std::max(mid_hi, mid_lo); j < last; ++j) {
+        const int64_t c = source_coord(j, d_last, b_last, mode);
+        c < 0 ? cc.one(0, dof + j) : cp.one(src + c, dof + j);
+      }
+    }
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      if (++pos[size_t(d)] < out[size_t(d)]) break;
+      pos[size_t(d)] = 0;
+    }
+  }
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+GBX_REGISTER_KERNEL({"", "Pad", 2, 17, kEngineRef, {}, pad});
+
+}  // namespace
+}  // namespace gearbox::ref
