@@ -1,0 +1,146 @@
+// Runs one ONNX node-suite case in-process (see case_runner.h).
+#include "case_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "graph/onnx_importer.h"
+#include "runtime/session.h"
+
+namespace gearbox::conformance {
+namespace fs = std::filesystem;
+
+const char* status_name(CaseStatus s) {
+  switch (s) {
+    case CaseStatus::Pass: return "PASS";
+    case CaseStatus::Fail: return "FAIL";
+    case CaseStatus::Unsupported: return "UNSUPPORTED";
+    case CaseStatus::Crash: return "CRASH";
+    case CaseStatus::Timeout: return "TIMEOUT";
+  }
+  return "?";
+}
+
+namespace {
+
+void collect_ops(const Graph& g, const OpsetMap& opsets, OpUses& out) {
+  for (const auto& node : g.nodes) {
+    auto it = opsets.find(node->domain);
+    int opset = node->opset ? node->opset : (it != opsets.end() ? static_cast<int>(it->second) : 0);
+    out.emplace(node->qualified_op(), opset);
+    for (const auto& [name, attr] : node->attrs) {
+      if (attr.g) collect_ops(*attr.g, opsets, out);
+      for (const auto& sub : attr.graphs)
+        if (sub) collect_ops(*sub, opsets, out);
+    }
+  }
+}
+
+CaseOutcome from_status(const Status& st, const std::string& context) {
+  CaseOutcome o;
+  o.status = CaseStatus::Unsupported;
+  o.code = std::string(error_info(st.code()).name);
+  o.code_num = static_cast<int>(st.code());
+  o.message = context.empty() ? st.message() : context + ": " + st.message();
+  return o;
+}
+
+CaseOutcome failure(std::string message) {
+  CaseOutcome o;
+  o.status = CaseStatus::Fail;
+  o.message = std::move(message);
+  return o;
+}
+
+std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    files.push_back(p);
+  }
+  return files;
+}
+
+}  // namespace
+
+OpUses model_ops(const Model& model) {
+  OpUses ops;
+  if (model.graph) collect_ops(*model.graph, model.opsets, ops);
+  return ops;
+}
+
+std::string check_unsupported_message(const CaseOutcome& outcome, const OpUses& ops) {
+  if (outcome.status != CaseStatus::Unsupported || outcome.code != "OP_UNSUPPORTED") return {};
+  for (const auto& [qualified, opset] : ops) {
+    // Domains contain dots, op types never do: match the bare op type.
+    std::string op = qualified.substr(qualified.rfind('.') == std::string::npos ? 0 : qualified.rfind('.') + 1);
+    if (outcome.message.find(op) != std::string::npos &&
+        outcome.message.find(std::to_string(opset)) != std::string::npos)
+      return {};
+  }
+  return "OP_UNSUPPORTED message names no op of the model together with its opset";
+}
+
+CaseOutcome run_case(const std::string& case_dir, const CaseOptions& options,
+                     const std::function<void(const OpUses&)>& on_imported) {
+  const fs::path dir(case_dir);
+  auto model = import_onnx_file((dir / "model.onnx").string());
+  if (!model) return from_status(model.status(), "import");
+  if (on_imported) on_imported(model_ops(*model));
+
+  SessionOptions session_options;
+  session_options.threads = options.threads;
+  auto session = Session::create(std::move(model).value(), session_options);
+  if (!session) return from_status(session.status(), "session");
+  const Session& s = **session;
+
+  std::vector<fs::path> sets;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return failure("case has no test_data_set_* folder");
+
+  for (const auto& set : sets) {
+    const std::string where = set.filename().string();
+    auto input_files = numbered_files(set, "input_");
+    auto output_files = numbered_files(set, "output_");
+    if (input_files.size() > s.inputs().size())
+      return failure(where + ": " + std::to_string(input_files.size()) + " input files but the model declares " +
+                     std::to_string(s.inputs().size()) + " inputs");
+    if (output_files.size() != s.outputs().size())
+      return failure(where + ": " + std::to_string(output_files.size()) + " output files but the model declares " +
+                     std::to_string(s.outputs().size()) + " outputs");
+
+    // The suite's .pb files follow the order of the graph's (non-initializer) inputs.
+    std::map<std::string, RuntimeValue> feeds;
+    for (size_t i = 0; i < input_files.size(); ++i) {
+      auto v = load_value_pb(input_files[i].string(), s.inputs()[i].type);
+      if (!v) return from_status(v.status(), where + "/" + input_files[i].filename().string());
+      feeds.emplace(s.inputs()[i].name, std::move(v).value());
+    }
+    std::vector<RuntimeValue> expected;
+    for (size_t i = 0; i < output_files.size(); ++i) {
+      auto v = load_value_pb(output_files[i].string(), s.outputs()[i].type);
+      if (!v) return from_status(v.status(), where + "/" + output_files[i].filename().string());
+      expected.push_back(std::move(v).value());
+    }
+
+    auto actual = s.run_values(feeds);
+    if (!actual) return from_status(actual.status(), "");
+    if (actual->size() != expected.size())
+      return failure(where + ": run returned " + std::to_string(actual->size()) + " outputs, expected " +
+                     std::to_string(expected.size()));
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CompareResult r = compare_values((*actual)[i], expected[i], options.tolerance);
+      if (!r.match)
+        return failure(where + " output " + std::to_string(i) + " '" + s.outputs()[i].name + "': " + r.reason);
+    }
+  }
+  return {};
+}
+
+}  // namespace gearbox::conformance
