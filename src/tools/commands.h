@@ -1,0 +1,23 @@
+// The gearbox CLI's subcommands. Each registers its options on a CLI11 app and returns
+// the process exit code: 0 on success, 1 on a gearbox error (printed as
+// "GBX-E<code> <NAME>: <message>" on stderr, with the catalogue's cause and fix), 2 on a
+// usage error.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+#include "base/status.h"
+
+namespace gearbox::cli {
+
+// Registers a subcommand; `*action` is set to the function to run when it is chosen.
+void add_run_command(CLI::App& app, std::function<int()>* action);
+void add_explain_command(CLI::App& app, std::function<int()>* action);
+void add_demo_command(CLI::App& app, std::function<int()>* action);
+
+// Prints the error (one-line form, then cause and fix) to stderr and returns 1.
+int report(const Status& status);
+
+}  // namespace gearbox::cli

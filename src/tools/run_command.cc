@@ -1,0 +1,142 @@
+// `gearbox run MODEL`: runs a model on .npy inputs (or deterministic random ones), writes
+// outputs as .npy and reports latency; `--json` prints exactly one JSON object on stdout.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/npy.h"
+#include "tools/commands.h"
+#include "tools/model_inputs.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  bool random_inputs = false;
+  std::string output_dir;
+  int loop = 1;
+  int warmup = 0;
+  int threads = 0;
+  bool json = false;
+};
+
+struct LatencyStats {
+  double min = 0, median = 0, mean = 0, p90 = 0, max = 0;
+};
+
+LatencyStats summarize(std::vector<double> ms) {
+  LatencyStats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  s.min = ms.front();
+  s.max = ms.back();
+  size_t n = ms.size();
+  s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  double sum = 0;
+  for (double v : ms) sum += v;
+  s.mean = sum / static_cast<double>(n);
+  s.p90 = ms[std::min(n - 1, static_cast<size_t>(0.9 * static_cast<double>(n - 1) + 0.5))];
+  return s;
+}
+
+// A short preview of a tensor's first values, for the human-readable report.
+std::string preview(const Tensor& t) {
+  std::string out = "[";
+  int64_t n = std::min<int64_t>(t.numel(), 6);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    if (t.dtype() == DType::String) out += "\"" + t.strings()[i] + "\"";
+    else out += fmt::format("{:.6g}", t.at_double(i));
+  }
+  return out + (t.numel() > n ? ", ...]" : "]");
+}
+
+int run(const RunOptions& o) {
+  if (o.loop < 1 || o.warmup < 0)
+    return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+  SessionOptions so;
+  so.threads = o.threads;
+  auto session = Session::load(o.model, so);
+  if (!session.ok()) return report(session.status());
+  auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
+  if (!feeds.ok()) return report(feeds.status());
+
+  std::vector<Tensor> outputs;
+  std::vector<double> times;
+  for (int i = 0; i < o.warmup + o.loop; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = (*session)->run(*feeds);
+    auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok()) return report(r.status());
+    if (i >= o.warmup) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    outputs = std::move(r).value();
+  }
+
+  nlohmann::json out_list = nlohmann::json::array();
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.output_dir, ec);
+    if (ec) return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
+  }
+  const auto& infos = (*session)->outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    nlohmann::json entry{{"name", infos[i].name},
+                         {"shape", outputs[i].dims()},
+                         {"dtype", std::string(dtype_name(outputs[i].dtype()))},
+                         {"file", nullptr}};
+    if (!o.output_dir.empty()) {
+      std::string file = (std::filesystem::path(o.output_dir) / (sanitize_file_name(infos[i].name) + ".npy")).string();
+      Status st = write_npy(file, outputs[i]);
+      if (!st.ok()) return report(st);
+      entry["file"] = file;
+    }
+    out_list.push_back(entry);
+  }
+  LatencyStats lat = summarize(times);
+  const int threads = omp_get_max_threads();
+  if (o.json) {
+    nlohmann::json j{{"model", o.model},
+                     {"outputs", out_list},
+                     {"latency_ms", {{"min", lat.min}, {"median", lat.median}, {"mean", lat.mean}, {"p90", lat.p90}, {"max", lat.max}}},
+                     {"loop", o.loop},
+                     {"warmup", o.warmup},
+                     {"threads", threads}};
+    std::cout << j.dump() << std::endl;
+    return 0;
+  }
+  std::cout << "model: " << o.model << "  (" << (*session)->model().graph->nodes.size() << " nodes, engine "
+            << kEngineRef << ", " << threads << " threads)\n";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::cout << "output " << infos[i].name << ": " << describe(outputs[i]) << " " << preview(outputs[i]);
+    if (!out_list[i]["file"].is_null()) std::cout << " -> " << out_list[i]["file"].get<std::string>();
+    std::cout << "\n";
+  }
+  std::cout << fmt::format("latency over {} run(s) after {} warm-up: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms, max {:.3f} ms\n",
+                           o.loop, o.warmup, lat.median, lat.min, lat.p90, lat.max);
+  return 0;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, std::function<int()>* action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "Run a model on .npy inputs and report outputs and latency");
+  sub->add_option("model", o->model, "The model (.onnx)")->required();
+  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
+  sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
+  sub->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy");
+  sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
+  sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");
+  sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
+  sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
+  sub->callback([o, action] { *action = [o] { return run(*o); }; });
+}
+
+}  // namespace gearbox::cli
