@@ -1,0 +1,66 @@
+// InstanceNormalization (reference, opsets 6-17): per (image, channel) plane,
+// y = scale[c] * (x - mean) / sqrt(var + epsilon) + B[c], with the population mean/variance
+// of the plane accumulated in double (two passes). float32/float64, float16/bfloat16 in f32.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/ref/nn_util.h"
+#include "kernels/cpu/ref/ref_util.h"
+#include "kernels/kernel.h"
+
+namespace gearbox::ref {
+namespace {
+
+template <typename T>
+void instance_norm_typed(const T* x, T* y, int64_t n, int64_t c, int64_t plane, const std::vector<double>& scale,
+                         const std::vector<double>& bias, double eps) {
+#pragma omp parallel for schedule(static) if (n * c * plane > 65536)
+  for (int64_t pl = 0; pl < n * c; ++pl) {
+    const T* xc = x + pl * plane;
+    T* yc = y + pl * plane;
+    double s = 0;
+    for (int64_t i = 0; i < plane; ++i) s += static_cast<double>(xc[i]);
+    const double mean = plane > 0 ? s / static_cast<double>(plane) : 0.0;
+    double q = 0;
+    for (int64_t i = 0; i < plane; ++i) {
+      const double d = static_cast<double>(xc[i]) - mean;
+      q += d * d;
+    }
+    const double var = plane > 0 ? q / static_cast<double>(plane) : 0.0;
+    const size_t ch = static_cast<size_t>(pl % c);
+    const double a = scale[ch] / std::sqrt(var + eps);
+    const double b = bias[ch] - mean * a;
+    for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<T>(static_cast<double>(xc[i]) * a + b);
+  }
+}
+
+Status instance_norm(KernelContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
+  const Tensor& x = ctx.input(0);
+  const DType dt = x.dtype();
+  if (nn::is_half_like(dt)) return nn::run_widened(ctx, dt, instance_norm);
+  if (dt != DType::F32 && dt != DType::F64) return ctx.unsupported_dtype(dt);
+  if (x.rank() < 3)
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "X ", to_string(x.dims()), " must have rank >= 3 (N x C x D1 ...)");
+  const int64_t n = x.dim(0), c = x.dim(1);
+  const int64_t plane = n * c == 0 ? 0 : x.numel() / (n * c);
+  for (size_t i = 1; i < 3; ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != dt || t.rank() != 1 || t.dim(0) != c)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, i == 1 ? "scale " : "B ", describe(t), " must be ",
+                       dtype_name(dt), "[", c, "]");
+  }
+  const std::vector<double> scale = read_doubles(ctx.input(1)), bias = read_doubles(ctx.input(2));
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
+  if (dt == DType::F32) instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
+  else instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+GBX_REGISTER_KERNEL({"", "InstanceNormalization", 6, 17, kEngineRef,
+                     {DType::F32, DType::F64, DType::F16, DType::BF16}, instance_norm});
+
+}  // namespace
+}  // namespace gearbox::ref

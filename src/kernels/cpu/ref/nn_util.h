@@ -1,0 +1,182 @@
+// Helpers private to the neural-network reference kernels (conv, pool, gemm, norms,
+// softmax): running a float kernel on float16/bfloat16 by computing in f32, and the
+// window geometry (kernel, strides, dilations, pads, auto_pad) that Conv, ConvTranspose
+// and the pools share.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/tensor.h"
+#include "kernels/cpu/ref/ref_util.h"
+#include "kernels/kernel.h"
+
+namespace gearbox::ref::nn {
+
+inline bool is_half_like(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// Converts a 16-bit float tensor to f32 (other tensors are returned unchanged).
+inline Tensor widen_to_f32(const Tensor& t) {
+  if (!is_half_like(t.dtype())) return t;
+  Tensor out(DType::F32, t.dims());
+  float* o = out.data<float>();
+  if (t.dtype() == DType::F16) {
+    const Half* in = t.data<Half>();
+    for (int64_t i = 0; i < t.numel(); ++i) o[i] = static_cast<float>(in[i]);
+  } else {
+    const BFloat16* in = t.data<BFloat16>();
+    for (int64_t i = 0; i < t.numel(); ++i) o[i] = static_cast<float>(in[i]);
+  }
+  return out;
+}
+
+inline Tensor narrow_from_f32(const Tensor& t, DType to) {
+  if (t.dtype() != DType::F32 || !is_half_like(to)) return t;
+  Tensor out(to, t.dims());
+  const float* in = t.data<float>();
+  if (to == DType::F16) {
+    Half* o = out.data<Half>();
+    for (int64_t i = 0; i < t.numel(); ++i) o[i] = Half(in[i]);
+  } else {
+    BFloat16* o = out.data<BFloat16>();
+    for (int64_t i = 0; i < t.numel(); ++i) o[i] = BFloat16(in[i]);
+  }
+  return out;
+}
+
+// Runs `fn` (a kernel that handles f32) for a node whose float inputs are float16/bfloat16:
+// 16-bit float inputs are widened to f32, and f32 outputs narrowed back to `dt`. Integer and
+// bool inputs/outputs (indices, masks) pass through.
+inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelContext&)) {
+  std::vector<RuntimeValue> ins(ctx.num_inputs());
+  std::vector<const RuntimeValue*> ptrs(ctx.num_inputs(), nullptr);
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.has_input(i) && ctx.input_value(i).is_tensor()) ins[i] = RuntimeValue(widen_to_f32(ctx.input(i)));
+    else if (ctx.has_input(i)) ins[i] = ctx.input_value(i);
+    ptrs[i] = &ins[i];
+  }
+  std::vector<RuntimeValue> outs(ctx.num_outputs());
+  std::vector<bool> wanted(ctx.num_outputs());
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) wanted[i] = ctx.wants_output(i);
+  KernelContext inner(ctx.op(), ptrs, &outs, wanted);
+  GBX_RETURN_IF_ERROR(fn(inner));
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].is_tensor()) ctx.set_output(i, narrow_from_f32(outs[i].tensor(), dt));
+    else if (!outs[i].is_none()) ctx.set_output_value(i, std::move(outs[i]));
+  }
+  return Status::OK();
+}
+
+// Sliding-window geometry over the spatial dims of an N x C x D1 x ... x Dk tensor.
+struct Window {
+  size_t rank = 0;                  // number of spatial dims k
+  std::vector<int64_t> in;          // input spatial sizes
+  std::vector<int64_t> kernel;      // kernel spatial sizes
+  std::vector<int64_t> strides;     // default 1
+  std::vector<int64_t> dilations;   // default 1
+  std::vector<int64_t> pad_begin;   // pads[0..k)
+  std::vector<int64_t> pad_end;     // pads[k..2k)
+  std::vector<int64_t> out;         // output spatial sizes
+};
+
+// Reads strides/dilations/pads/auto_pad and computes the output size of a Conv or pool
+// window. `ceil_mode` rounds the output size up (pools), dropping a last window that would
+// start in the end padding.
+inline Result<Window> make_window(const KernelContext& ctx, const std::vector<int64_t>& in_spatial,
+                                  const std::vector<int64_t>& kernel, bool ceil_mode = false,
+                                  bool allow_dilations = true) {
+  Window w;
+  w.rank = in_spatial.size();
+  w.in = in_spatial;
+  w.kernel = kernel;
+  const size_t k = w.rank;
+  if (kernel.size() != k)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "kernel has ", kernel.size(), " spatial dims but the input has ",
+                     k);
+  w.strides = ctx.attr_ints("strides", std::vector<int64_t>(k, 1));
+  w.dilations = allow_dilations ? ctx.attr_ints("dilations", std::vector<int64_t>(k, 1)) : std::vector<int64_t>(k, 1);
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+  if (w.strides.size() != k || w.dilations.size() != k || pads.size() != 2 * k)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides/dilations/pads have ", w.strides.size(), "/",
+                     w.dilations.size(), "/", pads.size(), " values; expected ", k, "/", k, "/", 2 * k);
+  for (size_t i = 0; i < k; ++i) {
+    if (w.strides[i] < 1 || w.dilations[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[i + k] < 0)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "spatial dim ", i, ": kernel ", kernel[i], ", stride ",
+                       w.strides[i], ", dilation ", w.dilations[i], ", pads ", pads[i], "/", pads[i + k],
+                       " (kernel/stride/dilation must be >= 1, pads >= 0)");
+  }
+  w.pad_begin.assign(pads.begin(), pads.begin() + static_cast<long>(k));
+  w.pad_end.assign(pads.begin() + static_cast<long>(k), pads.end());
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  w.out.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t ext = (kernel[i] - 1) * w.dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = (w.in[i] + w.strides[i] - 1) / w.strides[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + ext - w.in[i]);
+      const int64_t small = total / 2;
+      w.pad_begin[i] = auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pad_end[i] = total - w.pad_begin[i];
+      w.out[i] = out;
+    } else if (auto_pad == "VALID") {
+      w.pad_begin[i] = w.pad_end[i] = 0;
+      w.out[i] = w.in[i] >= ext ? (w.in[i] - ext) / w.strides[i] + 1 : 0;
+    } else if (auto_pad == "NOTSET" || auto_pad.empty()) {
+      const int64_t span = w.in[i] + w.pad_begin[i] + w.pad_end[i] - ext;
+      if (span < 0) {
+        w.out[i] = 0;
+      } else if (ceil_mode) {
+        int64_t out = (span + w.strides[i] - 1) / w.strides[i] + 1;
+        // The last window must start inside the input or the begin padding.
+        if ((out - 1) * w.strides[i] >= w.in[i] + w.pad_begin[i]) --out;
+        w.out[i] = out;
+      } else {
+        w.out[i] = span / w.strides[i] + 1;
+      }
+    } else {
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "auto_pad '", auto_pad,
+                       "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    }
+    if (w.out[i] <= 0)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "spatial dim ", i, " of size ", w.in[i],
+                       " is smaller than the kernel extent ", ext, " (with pads ", w.pad_begin[i], "/", w.pad_end[i],
+                       ")");
+  }
+  return w;
+}
+
+// Spatial geometry padded to exactly three dims (leading unit dims for 1-D/2-D).
+struct Geom3 {
+  int64_t in[3], k[3], s[3], d[3], p[3], pe[3], out[3];
+};
+
+inline Geom3 to_geom3(const nn::Window& w) {
+  Geom3 g;
+  const size_t lead = 3 - w.rank;
+  for (size_t i = 0; i < 3; ++i) {
+    if (i < lead) {
+      g.in[i] = g.k[i] = g.s[i] = g.d[i] = g.out[i] = 1;
+      g.p[i] = g.pe[i] = 0;
+    } else {
+      const size_t j = i - lead;
+      g.in[i] = w.in[j];
+      g.k[i] = w.kernel[j];
+      g.s[i] = w.strides[j];
+      g.d[i] = w.dilations[j];
+      g.p[i] = w.pad_begin[j];
+      g.pe[i] = w.pad_end[j];
+      g.out[i] = w.out[j];
+    }
+  }
+  return g;
+}
+
+inline int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+}  // namespace gearbox::ref::nn
