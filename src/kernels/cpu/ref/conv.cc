@@ -198,8 +198,7 @@ Status conv(KernelContext& ctx) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
     b = &ctx.input(2);
     if (b->dtype() != dt || b->rank() != 1 || b->dim(0) != m)
-      return ctx.error(ErrorCode::SHAPE_MISMATCH, "bias B ", describe(*b), " must be ", dtype_name(dt), "[", m,
-                       "]");
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "bias B ", describe(*b), " must be ", dtype_name(dt), "[", m, "]");
   }
   std::vector<int64_t> in_spatial(x.dims().begin() + 2, x.dims().end());
   GBX_ASSIGN_OR_RETURN(nn::Window win, nn::make_window(ctx, in_spatial, kernel));

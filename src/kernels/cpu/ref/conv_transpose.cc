@@ -122,8 +122,7 @@ Status conv_transpose(KernelContext& ctx) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
     b = &ctx.input(2);
     if (b->dtype() != dt || b->rank() != 1 || b->dim(0) != m)
-      return ctx.error(ErrorCode::SHAPE_MISMATCH, "bias B ", describe(*b), " must be ", dtype_name(dt), "[", m,
-                       "]");
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "bias B ", describe(*b), " must be ", dtype_name(dt), "[", m, "]");
   }
   const std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(k, 1));
   const std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(k, 1));
@@ -151,8 +150,8 @@ Status conv_transpose(KernelContext& ctx) {
     }
     const size_t j = i - lead;
     if (strides[j] < 1 || dil[j] < 1 || kernel[j] < 1 || out_pad[j] < 0)
-      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "spatial dim ", j, ": stride ", strides[j], ", dilation ",
-                       dil[j], ", kernel ", kernel[j], ", output_padding ", out_pad[j], " are invalid");
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "spatial dim ", j, ": stride ", strides[j], ", dilation ", dil[j],
+                       ", kernel ", kernel[j], ", output_padding ", out_pad[j], " are invalid");
     const int64_t in = x.dim(j + 2);
     const int64_t ext = (kernel[j] - 1) * dil[j] + 1;
     const int64_t full = strides[j] * (in - 1) + out_pad[j] + ext;
@@ -188,8 +187,8 @@ Status conv_transpose(KernelContext& ctx) {
   return conv_transpose_typed<double>(ctx, x, w, b, group, g, ydims);
 }
 
-GBX_REGISTER_KERNEL({"", "ConvTranspose", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16},
-                     conv_transpose});
+GBX_REGISTER_KERNEL(
+    {"", "ConvTranspose", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, conv_transpose});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -34,8 +34,7 @@ Status dropout(KernelContext& ctx) {
       training = t.data<bool>()[0];
     }
   }
-  if (ratio < 0 || ratio >= 1)
-    return ctx.error(ErrorCode::INVALID_ARGUMENT, "ratio ", ratio, " must be in [0, 1)");
+  if (ratio < 0 || ratio >= 1) return ctx.error(ErrorCode::INVALID_ARGUMENT, "ratio ", ratio, " must be in [0, 1)");
   if (training && ratio > 0)
     return ctx.error(ErrorCode::OP_UNSUPPORTED, "training-mode Dropout with ratio ", ratio,
                      " (random masks are not reproducible); export the model in eval mode");

@@ -105,8 +105,8 @@ inline void pack_b(const GemmShape& s, const T* b, int64_t k0, int64_t kc, int64
 // C[rows x cols] (ldc) = alpha * (packed A strip * packed B strip) + beta * C, where
 // beta == 0 means "do not read C". rows <= MR, cols <= NR.
 template <typename T, int MR, int NV>
-inline void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c, int64_t ldc,
-                         int64_t rows, int64_t cols, T alpha, T beta) {
+inline void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* c, int64_t ldc, int64_t rows,
+                         int64_t cols, T alpha, T beta) {
   using V = typename Vec<T>::type;
   constexpr int L = 64 / sizeof(T);
   constexpr int NR = NV * L;
@@ -172,8 +172,7 @@ inline void run_tile(const TileJob<T>& j) {
     for (int64_t i0 = 0; i0 < j.mc; i0 += MR) {
       for (int64_t j0 = 0; j0 < j.nc; j0 += NR) {
         micro_kernel<T, MR, NV>(kc, j.pack_a + i0 * kc, j.pack_b + j0 * kc, c + i0 * s.ldc + j0, s.ldc,
-                                std::min<int64_t>(MR, j.mc - i0), std::min<int64_t>(NR, j.nc - j0), j.alpha,
-                                beta);
+                                std::min<int64_t>(MR, j.mc - i0), std::min<int64_t>(NR, j.nc - j0), j.alpha, beta);
       }
     }
   }
@@ -190,9 +189,7 @@ __attribute__((target(GBX_AVX512), flatten)) void tile_f64_avx512(const TileJob<
   run_tile<double, 12, 2>(j);
 }
 __attribute__((target(GBX_AVX2), flatten)) void tile_f32_avx2(const TileJob<float>& j) { run_tile<float, 6, 1>(j); }
-__attribute__((target(GBX_AVX2), flatten)) void tile_f64_avx2(const TileJob<double>& j) {
-  run_tile<double, 6, 1>(j);
-}
+__attribute__((target(GBX_AVX2), flatten)) void tile_f64_avx2(const TileJob<double>& j) { run_tile<double, 6, 1>(j); }
 __attribute__((flatten)) void tile_f32_generic(const TileJob<float>& j) { run_tile<float, 2, 1>(j); }
 __attribute__((flatten)) void tile_f64_generic(const TileJob<double>& j) { run_tile<double, 2, 1>(j); }
 
@@ -207,9 +204,8 @@ struct Variant {
 const Variant& variant() {
   static const Variant v = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("fma"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma"))
       return Variant{"avx512", 12, 32, 16, tile_f32_avx512, tile_f64_avx512};
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
       return Variant{"avx2", 6, 16, 8, tile_f32_avx2, tile_f64_avx2};
@@ -236,19 +232,22 @@ void gemm_batched_impl(const GemmShape& s, T alpha, const GemmPtrs<T>* batch, in
   }
   const Variant& v = variant();
   void (*tile_fn)(const TileJob<T>&);
-  if constexpr (std::is_same_v<T, float>) tile_fn = v.f32;
-  else tile_fn = v.f64;
+  if constexpr (std::is_same_v<T, float>)
+    tile_fn = v.f32;
+  else
+    tile_fn = v.f64;
 
   const int threads = omp_get_max_threads();
   // Smaller M tiles when there are too few tiles to keep every thread busy.
   int64_t mc = kMC;
   const int64_t tiles_n = (s.n + kNC - 1) / kNC;
-  while (mc > v.mr && count * tiles_n * ((s.m + mc - 1) / mc) < 2 * threads) mc = std::max<int64_t>(v.mr, mc / 2 / v.mr * v.mr);
+  while (mc > v.mr && count * tiles_n * ((s.m + mc - 1) / mc) < 2 * threads)
+    mc = std::max<int64_t>(v.mr, mc / 2 / v.mr * v.mr);
   const int64_t tiles_m = (s.m + mc - 1) / mc;
   const int64_t per_entry = tiles_m * tiles_n;
   const int64_t total = count * per_entry;
-  const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
-                       static_cast<double>(count);
+  const double flops =
+      2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) * static_cast<double>(count);
   const bool parallel = threads > 1 && total > 1 && flops > 2e5;
   const size_t pack_a_size = static_cast<size_t>(kMC + 16) * kKC;
   const size_t pack_b_size = static_cast<size_t>(kNC + 64) * kKC;
@@ -271,8 +270,9 @@ void gemm_batched_impl(const GemmShape& s, T alpha, const GemmPtrs<T>* batch, in
       const int64_t e = t / per_entry;
       const int64_t r = t % per_entry;
       const int64_t tn = r % tiles_n, tm = r / tiles_n;
-      TileJob<T> job{&s, alpha, beta, batch[e], tm * mc, std::min(mc, s.m - tm * mc), tn * kNC,
-                     std::min(kNC, s.n - tn * kNC), pa, pb};
+      TileJob<T> job{
+          &s, alpha, beta, batch[e], tm * mc, std::min(mc, s.m - tm * mc), tn * kNC, std::min(kNC, s.n - tn * kNC),
+          pa, pb};
       tile_fn(job);
     }
   }

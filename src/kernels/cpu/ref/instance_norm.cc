@@ -47,20 +47,22 @@ Status instance_norm(KernelContext& ctx) {
   for (size_t i = 1; i < 3; ++i) {
     const Tensor& t = ctx.input(i);
     if (t.dtype() != dt || t.rank() != 1 || t.dim(0) != c)
-      return ctx.error(ErrorCode::SHAPE_MISMATCH, i == 1 ? "scale " : "B ", describe(t), " must be ",
-                       dtype_name(dt), "[", c, "]");
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, i == 1 ? "scale " : "B ", describe(t), " must be ", dtype_name(dt),
+                       "[", c, "]");
   }
   const std::vector<double> scale = read_doubles(ctx.input(1)), bias = read_doubles(ctx.input(2));
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32) instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
-  else instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
+  if (dt == DType::F32)
+    instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
+  else
+    instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "InstanceNormalization", 6, 17, kEngineRef,
-                     {DType::F32, DType::F64, DType::F16, DType::BF16}, instance_norm});
+GBX_REGISTER_KERNEL(
+    {"", "InstanceNormalization", 6, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, instance_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

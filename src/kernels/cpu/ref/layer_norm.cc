@@ -15,8 +15,7 @@ namespace {
 
 template <typename T>
 void layer_norm_typed(const T* x, T* y, int64_t rows, int64_t cols, const T* scale, const std::vector<int64_t>& soff,
-                      const T* bias, const std::vector<int64_t>& boff, double eps, double* mean_out,
-                      double* inv_out) {
+                      const T* bias, const std::vector<int64_t>& boff, double eps, double* mean_out, double* inv_out) {
 #pragma omp parallel for schedule(static) if (rows * cols > 65536)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
@@ -113,16 +112,18 @@ Status layer_norm(KernelContext& ctx) {
     const std::vector<double>& src = k == 1 ? mean : inv;
     GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(stat_dt, stat_dims));
     for (int64_t r = 0; r < rows; ++r) {
-      if (stat_dt == DType::F32) t.data<float>()[r] = static_cast<float>(src[static_cast<size_t>(r)]);
-      else t.data<double>()[r] = src[static_cast<size_t>(r)];
+      if (stat_dt == DType::F32)
+        t.data<float>()[r] = static_cast<float>(src[static_cast<size_t>(r)]);
+      else
+        t.data<double>()[r] = src[static_cast<size_t>(r)];
     }
     ctx.set_output(k, std::move(t));
   }
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "LayerNormalization", 17, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16},
-                     layer_norm});
+GBX_REGISTER_KERNEL(
+    {"", "LayerNormalization", 17, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, layer_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -79,14 +79,17 @@ Status matmul(KernelContext& ctx) {
   if (a3.back() != b3[b3.size() - 2])
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "A ", to_string(a.dims()), " and B ", to_string(b.dims()),
                      " have mismatched inner dims ", a3.back(), " vs ", b3[b3.size() - 2]);
-  GBX_ASSIGN_OR_RETURN(Dims batch, broadcast_shapes(ctx, {Dims(a3.begin(), a3.end() - 2), Dims(b3.begin(), b3.end() - 2)}));
+  GBX_ASSIGN_OR_RETURN(Dims batch,
+                       broadcast_shapes(ctx, {Dims(a3.begin(), a3.end() - 2), Dims(b3.begin(), b3.end() - 2)}));
   Dims ydims = batch;
   if (a.rank() > 1) ydims.push_back(a3[a3.size() - 2]);
   if (b.rank() > 1) ydims.push_back(b3.back());
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, ydims));
   if (y.numel() > 0) {
-    if (dt == DType::F32) matmul_typed<float>(a, b, y, a3, b3, batch);
-    else matmul_typed<double>(a, b, y, a3, b3, batch);
+    if (dt == DType::F32)
+      matmul_typed<float>(a, b, y, a3, b3, batch);
+    else
+      matmul_typed<double>(a, b, y, a3, b3, batch);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

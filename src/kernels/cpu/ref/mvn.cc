@@ -48,7 +48,8 @@ void mvn_typed(const T* x, T* y, const Dims& dims, const std::vector<bool>& redu
     const double d = static_cast<double>(x[e]) - sum[k];
     sq[k] += d * d;
   }
-  for (size_t k = 0; k < sq.size(); ++k) sq[k] = std::sqrt(sq[k] / static_cast<double>(std::max<int64_t>(cnt[k], 1))) + 1e-9;
+  for (size_t k = 0; k < sq.size(); ++k)
+    sq[k] = std::sqrt(sq[k] / static_cast<double>(std::max<int64_t>(cnt[k], 1))) + 1e-9;
   for (int64_t e = 0; e < total; ++e) {
     const size_t k = static_cast<size_t>(key[static_cast<size_t>(e)]);
     y[e] = static_cast<T>((static_cast<double>(x[e]) - sum[k]) / sq[k]);
@@ -68,14 +69,16 @@ Status mvn(KernelContext& ctx) {
     reduced[static_cast<size_t>(ax)] = true;
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32) mvn_typed<float>(x.data<float>(), y.data<float>(), x.dims(), reduced);
-  else mvn_typed<double>(x.data<double>(), y.data<double>(), x.dims(), reduced);
+  if (dt == DType::F32)
+    mvn_typed<float>(x.data<float>(), y.data<float>(), x.dims(), reduced);
+  else
+    mvn_typed<double>(x.data<double>(), y.data<double>(), x.dims(), reduced);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "MeanVarianceNormalization", 9, 17, kEngineRef,
-                     {DType::F32, DType::F64, DType::F16, DType::BF16}, mvn});
+GBX_REGISTER_KERNEL(
+    {"", "MeanVarianceNormalization", 9, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, mvn});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -53,8 +53,10 @@ inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelConte
   std::vector<RuntimeValue> ins(ctx.num_inputs());
   std::vector<const RuntimeValue*> ptrs(ctx.num_inputs(), nullptr);
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.has_input(i) && ctx.input_value(i).is_tensor()) ins[i] = RuntimeValue(widen_to_f32(ctx.input(i)));
-    else if (ctx.has_input(i)) ins[i] = ctx.input_value(i);
+    if (ctx.has_input(i) && ctx.input_value(i).is_tensor())
+      ins[i] = RuntimeValue(widen_to_f32(ctx.input(i)));
+    else if (ctx.has_input(i))
+      ins[i] = ctx.input_value(i);
     ptrs[i] = &ins[i];
   }
   std::vector<RuntimeValue> outs(ctx.num_outputs());
@@ -63,22 +65,24 @@ inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelConte
   KernelContext inner(ctx.op(), ptrs, &outs, wanted);
   GBX_RETURN_IF_ERROR(fn(inner));
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].is_tensor()) ctx.set_output(i, narrow_from_f32(outs[i].tensor(), dt));
-    else if (!outs[i].is_none()) ctx.set_output_value(i, std::move(outs[i]));
+    if (outs[i].is_tensor())
+      ctx.set_output(i, narrow_from_f32(outs[i].tensor(), dt));
+    else if (!outs[i].is_none())
+      ctx.set_output_value(i, std::move(outs[i]));
   }
   return Status::OK();
 }
 
 // Sliding-window geometry over the spatial dims of an N x C x D1 x ... x Dk tensor.
 struct Window {
-  size_t rank = 0;                  // number of spatial dims k
-  std::vector<int64_t> in;          // input spatial sizes
-  std::vector<int64_t> kernel;      // kernel spatial sizes
-  std::vector<int64_t> strides;     // default 1
-  std::vector<int64_t> dilations;   // default 1
-  std::vector<int64_t> pad_begin;   // pads[0..k)
-  std::vector<int64_t> pad_end;     // pads[k..2k)
-  std::vector<int64_t> out;         // output spatial sizes
+  size_t rank = 0;                 // number of spatial dims k
+  std::vector<int64_t> in;         // input spatial sizes
+  std::vector<int64_t> kernel;     // kernel spatial sizes
+  std::vector<int64_t> strides;    // default 1
+  std::vector<int64_t> dilations;  // default 1
+  std::vector<int64_t> pad_begin;  // pads[0..k)
+  std::vector<int64_t> pad_end;    // pads[k..2k)
+  std::vector<int64_t> out;        // output spatial sizes
 };
 
 // Reads strides/dilations/pads/auto_pad and computes the output size of a Conv or pool
@@ -93,8 +97,7 @@ inline Result<Window> make_window(const KernelContext& ctx, const std::vector<in
   w.kernel = kernel;
   const size_t k = w.rank;
   if (kernel.size() != k)
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "kernel has ", kernel.size(), " spatial dims but the input has ",
-                     k);
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "kernel has ", kernel.size(), " spatial dims but the input has ", k);
   w.strides = ctx.attr_ints("strides", std::vector<int64_t>(k, 1));
   w.dilations = allow_dilations ? ctx.attr_ints("dilations", std::vector<int64_t>(k, 1)) : std::vector<int64_t>(k, 1);
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
