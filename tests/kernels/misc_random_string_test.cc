@@ -70,3 +70,37 @@ TEST(MiscString, AllRemovedGivesOneEmptyString) {
 
 }  // namespace
 }  // namespace gearbox::testing
+
+namespace gearbox::testing {
+namespace {
+
+KernelCall tfidf_call(int64_t max_skip) {
+  KernelCall c;
+  c.op_type = "TfIdfVectorizer";
+  c.opset = 9;
+  c.inputs = {Tensor::from_vector<int32_t>({1, 1, 3, 3, 3, 7, 8, 6, 7, 5, 6, 8})};
+  c.attrs["mode"] = attr_string("TF");
+  c.attrs["min_gram_length"] = attr_int(2);
+  c.attrs["max_gram_length"] = attr_int(2);
+  c.attrs["max_skip_count"] = attr_int(max_skip);
+  c.attrs["ngram_counts"] = attr_ints({0, 4});
+  c.attrs["ngram_indexes"] = attr_ints({0, 1, 2, 3, 4, 5, 6});
+  c.attrs["pool_int64s"] = attr_ints({2, 3, 5, 4, 5, 6, 7, 8, 6, 7});
+  return c;
+}
+
+// The spec examples tf_only_bigrams_skip0 and tf_onlybigrams_skip5.
+TEST(MiscString, TfIdfBigrams) {
+  auto r0 = run_kernel(tfidf_call(0));
+  ASSERT_TRUE(r0.ok()) << r0.status().to_string();
+  const float want0[] = {0, 0, 0, 0, 1, 1, 1};
+  ASSERT_EQ(r0.value()[0].dims(), Dims{7});
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(r0.value()[0].data<float>()[i], want0[i]) << i;
+  auto r5 = run_kernel(tfidf_call(5));
+  ASSERT_TRUE(r5.ok()) << r5.status().to_string();
+  const float want5[] = {0, 0, 0, 0, 1, 3, 1};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(r5.value()[0].data<float>()[i], want5[i]) << i;
+}
+
+}  // namespace
+}  // namespace gearbox::testing
