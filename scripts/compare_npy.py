@@ -65,7 +65,7 @@ def main():
     ok = max_err <= bound and cosine >= a.min_cosine
     print(f"{'PASS' if ok else 'FAIL'}: {a.actual}: shape={list(exp.shape)} dtype={exp.dtype} "
           f"max_abs_err={max_err:.3e} (bound {bound:.3e} = {a.rel_max_err:g} * max|expected| "
-          f"{scale:.4g}) cosine={cosine:.9f} (min {a.min_cosine})")
+          f"{scale:.4g}) cosine={cosine:.9f} (1-cos {1.0 - cosine:.1e}; min {a.min_cosine})")
     return 0 if ok else 1
 
 
