@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "base/logging.h"
+#include "runtime/control_flow.h"
 
 namespace gearbox {
 
@@ -47,6 +48,7 @@ void for_each_subgraph(const Node& n, Fn&& fn) {
 }  // namespace
 
 Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine) {
+  register_control_flow_kernels();  // idempotent; lives in the runtime layer (needs the IR)
   std::unique_ptr<Executor> ex(new Executor(std::move(engine)));
   ex->main_ = model.graph.get();
   GBX_RETURN_IF_ERROR(ex->plan_graph(*model.graph));

@@ -1,0 +1,38 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   install dependencies, build, run the built-in default job
+#   make test   install dependencies, build, run every test (unit, ONNX conformance,
+#               model parity against torch, bad input)
+# plus `make test-asan`: the bad-input and unit tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer (.ci/run runs it too).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build demo test test-asan clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/gearbox demo
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGEARBOX_SANITIZE=ON $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target gearbox gearbox_unit_tests
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -L 'bad_input|unit'
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
