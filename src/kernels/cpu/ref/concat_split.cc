@@ -1,15 +1,15 @@
-// Concat and Split (reference). Both are runs of contiguous memory per outer index:
-// Concat copies each input's [axis..] block into its place in the output row, Split
-// copies a window of each input row; both memcpy those runs.
+// Concat and Split (reference). Both are runs of contiguous memory per outer
+// index: Concat copies each input's [axis..] block into its place in the output
+// row, Split copies a window of each input row; both memcpy those runs.
 #include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
 
-Status concat(KernelContext& ctx) {
+Status concat(KernelContext &ctx) {
   if (ctx.num_inputs() == 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Concat needs at least one input");
   for (size_t i = 0; i < ctx.num_inputs(); ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const Tensor& first = ctx.input(0);
+  const Tensor &first = ctx.input(0);
   const int64_t rank = int64_t(first.rank());
   if (!ctx.has_attr("axis")) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Concat needs the axis attribute");
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "Concat cannot join scalars");
@@ -17,7 +17,7 @@ Status concat(KernelContext& ctx) {
   Dims out = first.dims();
   out[size_t(axis)] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor& t = ctx.input(i);
+    const Tensor &t = ctx.input(i);
     if (t.dtype() != first.dtype())
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " is ", describe(t), " but input 0 is ",
                        describe(first));
@@ -36,7 +36,7 @@ Status concat(KernelContext& ctx) {
   const int64_t out_row = out[size_t(axis)] * inner;
   int64_t col = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor& t = ctx.input(i);
+    const Tensor &t = ctx.input(i);
     const int64_t run = t.dim(size_t(axis)) * inner;
     if (run > 0) {
       const ElemCopier cp(t, y);
@@ -48,9 +48,9 @@ Status concat(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status split(KernelContext& ctx) {
+Status split(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
   const int64_t dim = x.dim(size_t(axis));
@@ -68,8 +68,8 @@ Status split(KernelContext& ctx) {
       sum += p;
     }
     if (sum != dim)
-      return ctx.error(ErrorCode::SHAPE_MISMATCH, "split sizes sum to ", sum, " but axis ", axis, " of ",
-                       describe(x), " has size ", dim);
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "split sizes sum to ", sum, " but axis ", axis, " of ", describe(x),
+                       " has size ", dim);
   } else {
     if (n_out <= 0 || dim % n_out != 0)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "axis ", axis, " of ", describe(x), " (size ", dim,

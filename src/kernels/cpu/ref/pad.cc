@@ -1,6 +1,7 @@
-// Pad (reference): constant, reflect and edge modes; pads (and the constant value) are
-// attributes before opset 11 and inputs from 11. Negative pads crop. Each output row maps
-// its outer coordinates once and memcpy's the part of the row that lies inside the input.
+// Pad (reference): constant, reflect and edge modes; pads (and the constant
+// value) are attributes before opset 11 and inputs from 11. Negative pads crop.
+// Each output row maps its outer coordinates once and memcpy's the part of the
+// row that lies inside the input.
 #include <algorithm>
 
 #include "kernels/cpu/ref/shape_util.h"
@@ -10,14 +11,16 @@ namespace {
 
 enum class PadMode { Constant, Reflect, Edge };
 
-// Input coordinate for output coordinate o along a dim of size d padded by b in front;
-// -1 means "use the constant".
+// Input coordinate for output coordinate o along a dim of size d padded by b in
+// front; -1 means "use the constant".
 int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
   int64_t c = o - b;
   if (c >= 0 && c < d) return c;
   switch (mode) {
-    case PadMode::Constant: return -1;
-    case PadMode::Edge: return std::clamp<int64_t>(c, 0, d - 1);
+    case PadMode::Constant:
+      return -1;
+    case PadMode::Edge:
+      return std::clamp<int64_t>(c, 0, d - 1);
     case PadMode::Reflect: {
       if (d == 1) return 0;
       const int64_t p = 2 * (d - 1);
@@ -28,31 +31,36 @@ int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
   return -1;
 }
 
-Status pad(KernelContext& ctx) {
+Status pad(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const std::string mode_s = ctx.attr_string("mode", "constant");
   PadMode mode;
-  if (mode_s == "constant") mode = PadMode::Constant;
-  else if (mode_s == "reflect") mode = PadMode::Reflect;
-  else if (mode_s == "edge") mode = PadMode::Edge;
-  else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
+  if (mode_s == "constant")
+    mode = PadMode::Constant;
+  else if (mode_s == "reflect")
+    mode = PadMode::Reflect;
+  else if (mode_s == "edge")
+    mode = PadMode::Edge;
+  else
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
 
   const bool inputs = ctx.opset() >= 11;
   GBX_ASSIGN_OR_RETURN(auto pads_opt, ints_from_input_or_attr(ctx, 1, inputs, "pads"));
   if (!pads_opt) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Pad needs pads");
-  const auto& pads = *pads_opt;
+  const auto &pads = *pads_opt;
   if (int64_t(pads.size()) != 2 * rank)
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads has ", pads.size(), " entries but input ", describe(x),
                      " needs ", 2 * rank);
 
-  // The constant as a one-element tensor of x's dtype, so it is copied like any element.
+  // The constant as a one-element tensor of x's dtype, so it is copied like any
+  // element.
   Tensor cv(x.dtype(), {1});
   if (inputs) {
     if (ctx.has_input(2)) {
       GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
-      const Tensor& c = ctx.input(2);
+      const Tensor &c = ctx.input(2);
       if (c.dtype() != x.dtype() || c.numel() != 1)
         return ctx.error(ErrorCode::INVALID_ARGUMENT, "constant_value ", describe(c),
                          " must be one value of the data's dtype ", dtype_name(x.dtype()));
@@ -71,8 +79,8 @@ Status pad(KernelContext& ctx) {
     const int64_t b = pads[size_t(i)], e = pads[size_t(i + rank)], d = x.dim(size_t(i));
     out[size_t(i)] = d + b + e;
     if (out[size_t(i)] < 0 || b < -d || e < -d)
-      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads ", to_string(Dims(pads)), " crop more than axis ", i,
-                       " of ", describe(x), " holds");
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads ", to_string(Dims(pads)), " crop more than axis ", i, " of ",
+                       describe(x), " holds");
     if (mode != PadMode::Constant && d == 0 && out[size_t(i)] > 0)
       return ctx.error(ErrorCode::INVALID_ARGUMENT, mode_s, " padding of empty axis ", i, " of ", describe(x));
   }

@@ -1,10 +1,11 @@
 // ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare (reference).
 //
-// Axes: ReduceSum takes them as an input from opset 13 (with noop_with_empty_axes); the
-// others take the attribute through opset 17 (they move to an input only at 18). Float
-// types accumulate in double; integers in int64/uint64. Empty reductions give the identity
-// of the operation as opset 18 defines it (Sum 0, Prod 1, Max lowest/-inf, Min highest/+inf,
-// LogSum(Exp) -inf, Mean NaN).
+// Axes: ReduceSum takes them as an input from opset 13 (with
+// noop_with_empty_axes); the others take the attribute through opset 17 (they
+// move to an input only at 18). Float types accumulate in double; integers in
+// int64/uint64. Empty reductions give the identity of the operation as opset 18
+// defines it (Sum 0, Prod 1, Max lowest/-inf, Min highest/+inf, LogSum(Exp)
+// -inf, Mean NaN).
 #include <cmath>
 #include <limits>
 
@@ -15,47 +16,62 @@ namespace {
 
 enum class Op { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
-// The accumulator: double for floats and for the ops that leave the integers (sqrt, log);
-// 64-bit integers otherwise so integer sums stay exact.
+// The accumulator: double for floats and for the ops that leave the integers
+// (sqrt, log); 64-bit integers otherwise so integer sums stay exact.
 template <Op K, typename T>
-using acc_t = std::conditional_t<
-    std::is_floating_point_v<compute_t<T>> || K == Op::L2 || K == Op::LogSum || K == Op::LogSumExp, double,
-    std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+using acc_t =
+    std::conditional_t<std::is_floating_point_v<compute_t<T>> || K == Op::L2 || K == Op::LogSum || K == Op::LogSumExp,
+                       double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
 template <Op K, typename A>
 A init_value() {
-  if constexpr (K == Op::Prod) return A(1);
+  if constexpr (K == Op::Prod)
+    return A(1);
   else if constexpr (K == Op::Max) {
-    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::lowest();
+    if constexpr (std::is_floating_point_v<A>)
+      return -std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::lowest();
   } else if constexpr (K == Op::Min) {
-    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
-    else return std::numeric_limits<A>::max();
-  } else return A(0);
+    if constexpr (std::is_floating_point_v<A>)
+      return std::numeric_limits<A>::infinity();
+    else
+      return std::numeric_limits<A>::max();
+  } else
+    return A(0);
 }
 
 template <typename A>
 inline bool nan(A v) {
-  if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<A>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 template <Op K, typename A>
-inline void combine(A& acc, A v, double shift) {
-  if constexpr (K == Op::Sum || K == Op::Mean || K == Op::LogSum) acc += v;
+inline void combine(A &acc, A v, double shift) {
+  if constexpr (K == Op::Sum || K == Op::Mean || K == Op::LogSum)
+    acc += v;
   else if constexpr (K == Op::L1) {
-    if constexpr (std::is_unsigned_v<A>) acc += v;
-    else acc += v < A(0) ? A(0) - v : v;
-  } else if constexpr (K == Op::L2 || K == Op::SumSquare) acc += v * v;
-  else if constexpr (K == Op::Prod) acc *= v;
+    if constexpr (std::is_unsigned_v<A>)
+      acc += v;
+    else
+      acc += v < A(0) ? A(0) - v : v;
+  } else if constexpr (K == Op::L2 || K == Op::SumSquare)
+    acc += v * v;
+  else if constexpr (K == Op::Prod)
+    acc *= v;
   else if constexpr (K == Op::Max) {
     if (!nan(acc) && (v > acc || nan(v))) acc = v;  // NaN propagates, as in numpy
   } else if constexpr (K == Op::Min) {
     if (!nan(acc) && (v < acc || nan(v))) acc = v;
-  } else if constexpr (K == Op::LogSumExp) acc += std::exp(double(v) - shift);
+  } else if constexpr (K == Op::LogSumExp)
+    acc += std::exp(double(v) - shift);
 }
 
-// For T narrower than the bounds of A, Max/Min results of an empty set must be clamped to T.
+// For T narrower than the bounds of A, Max/Min results of an empty set must be
+// clamped to T.
 template <typename T, typename A>
 T to_output(A v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -74,7 +90,7 @@ T to_output(A v) {
 }
 
 template <Op K, typename T>
-void reduce_typed(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) {
+void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) {
   using A = acc_t<K, T>;
   const int64_t n_out = y.numel();
   const int64_t rank = int64_t(x.rank());
@@ -89,12 +105,12 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) 
   std::vector<int64_t> os = strides_of(kept_dims);
   for (int64_t d = 0; d < rank; ++d)
     if (reduced[size_t(d)]) os[size_t(d)] = 0;
-  const T* in = x.data<T>();
+  const T *in = x.data<T>();
   std::vector<A> acc(size_t(n_out), init_value<K, A>());
   std::vector<double> shift(K == Op::LogSumExp ? size_t(n_out) : 0, 0.0);
 
   // Calls fn(input index, output index) over every input element.
-  auto for_each = [&](auto&& fn) {
+  auto for_each = [&](auto &&fn) {
     const int64_t total = x.numel();
     if (total <= 0) return;
     std::vector<int64_t> idx(size_t(rank), 0);
@@ -124,12 +140,14 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) 
     combine<K, A>(acc[size_t(o)], static_cast<A>(static_cast<compute_t<T>>(in[i])),
                   K == Op::LogSumExp ? shift[size_t(o)] : 0.0);
   });
-  T* out = y.data<T>();
+  T *out = y.data<T>();
   for (int64_t o = 0; o < n_out; ++o) {
     A v = acc[size_t(o)];
     if constexpr (K == Op::Mean) {
-      if constexpr (std::is_floating_point_v<A>) v = count > 0 ? v / A(count) : std::numeric_limits<A>::quiet_NaN();
-      else v = count > 0 ? v / A(count) : A(0);
+      if constexpr (std::is_floating_point_v<A>)
+        v = count > 0 ? v / A(count) : std::numeric_limits<A>::quiet_NaN();
+      else
+        v = count > 0 ? v / A(count) : A(0);
     } else if constexpr (K == Op::L2) {
       v = std::sqrt(v);
     } else if constexpr (K == Op::LogSum) {
@@ -142,9 +160,9 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) 
 }
 
 template <Op K>
-Status reduce(KernelContext& ctx) {
+Status reduce(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const bool axes_input = K == Op::Sum && ctx.opset() >= 13;
   GBX_ASSIGN_OR_RETURN(auto axes_opt, ints_from_input_or_attr(ctx, 1, axes_input, "axes"));
@@ -161,8 +179,10 @@ Status reduce(KernelContext& ctx) {
   }
   Dims out;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[size_t(d)]) out.push_back(x.dim(size_t(d)));
-    else if (keepdims) out.push_back(1);
+    if (!reduced[size_t(d)])
+      out.push_back(x.dim(size_t(d)));
+    else if (keepdims)
+      out.push_back(1);
   }
   if (x.dtype() == DType::Bool || x.dtype() == DType::String) return ctx.unsupported_dtype(x.dtype());
   GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, x.dtype(), out));

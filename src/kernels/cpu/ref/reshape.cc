@@ -1,15 +1,16 @@
-// Reshape, Flatten, Squeeze, Unsqueeze and Identity (reference). All are zero-copy: the
-// output shares the input's buffer via Tensor::reshaped(), which is safe because kernels
-// never write into their inputs. Identity forwards any value (tensor, sequence, optional).
+// Reshape, Flatten, Squeeze, Unsqueeze and Identity (reference). All are
+// zero-copy: the output shares the input's buffer via Tensor::reshaped(), which
+// is safe because kernels never write into their inputs. Identity forwards any
+// value (tensor, sequence, optional).
 #include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
 
-Status reshape(KernelContext& ctx) {
+Status reshape(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto shape, read_ints(ctx, ctx.input(1)));
   const bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
   Dims out(shape.size());
@@ -53,9 +54,9 @@ Status reshape(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status flatten(KernelContext& ctx) {
+Status flatten(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   int64_t axis = ctx.attr_int("axis", 1);
   if (axis < 0) axis += rank;
@@ -70,13 +71,15 @@ Status flatten(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status squeeze(KernelContext& ctx) {
+Status squeeze(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   GBX_ASSIGN_OR_RETURN(auto axes, ints_from_input_or_attr(ctx, 1, ctx.opset() >= 13, "axes"));
   std::vector<bool> drop(size_t(rank), false);
-  if (axes) {
+  // An empty axes list means "all unit dims", as when axes is omitted
+  // (onnxruntime agrees).
+  if (axes && !axes->empty()) {
     GBX_ASSIGN_OR_RETURN(auto norm, normalize_axes(ctx, *axes, rank));
     for (int64_t a : norm) {
       if (x.dim(size_t(a)) != 1)
@@ -94,9 +97,9 @@ Status squeeze(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status unsqueeze(KernelContext& ctx) {
+Status unsqueeze(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto axes, ints_from_input_or_attr(ctx, 1, ctx.opset() >= 13, "axes"));
   if (!axes) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Unsqueeze needs axes");
   const int64_t out_rank = int64_t(x.rank() + axes->size());
@@ -110,7 +113,7 @@ Status unsqueeze(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status identity(KernelContext& ctx) {
+Status identity(KernelContext &ctx) {
   ctx.set_output_value(0, ctx.input_value(0));
   return Status::OK();
 }

@@ -1,14 +1,14 @@
-// ReverseSequence (reference): reverses the first sequence_lens[b] steps along time_axis
-// for each batch entry b; the remaining steps are copied unchanged.
+// ReverseSequence (reference): reverses the first sequence_lens[b] steps along
+// time_axis for each batch entry b; the remaining steps are copied unchanged.
 #include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
 
-Status reverse_sequence(KernelContext& ctx) {
+Status reverse_sequence(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const int64_t ta = ctx.attr_int("time_axis", 0), ba = ctx.attr_int("batch_axis", 1);
   if (rank < 2) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 2, got ", describe(x));

@@ -1,6 +1,6 @@
-// Shape (with start/end from opset 15), Size, ConstantOfShape, Constant (value and the
-// value_* attributes from opset 12), Range and EyeLike (reference): ops that produce
-// tensors from shapes or attributes rather than from element data.
+// Shape (with start/end from opset 15), Size, ConstantOfShape, Constant (value
+// and the value_* attributes from opset 12), Range and EyeLike (reference): ops
+// that produce tensors from shapes or attributes rather than from element data.
 #include <algorithm>
 #include <cmath>
 
@@ -9,9 +9,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status shape(KernelContext& ctx) {
+Status shape(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   int64_t start = 0, end = rank;
   if (ctx.opset() >= 15) {
@@ -29,14 +29,15 @@ Status shape(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status size(KernelContext& ctx) {
+Status size(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   ctx.set_output(0, Tensor::scalar<int64_t>(ctx.input(0).numel()));
   return Status::OK();
 }
 
-// Fills every element of y with element 0 of v (same dtype), doubling the copied prefix.
-void fill_from(const Tensor& v, Tensor& y) {
+// Fills every element of y with element 0 of v (same dtype), doubling the
+// copied prefix.
+void fill_from(const Tensor &v, Tensor &y) {
   const int64_t n = y.numel();
   if (n == 0) return;
   ElemCopier(v, y).one(0, 0);
@@ -48,13 +49,13 @@ void fill_from(const Tensor& v, Tensor& y) {
   }
 }
 
-Status constant_of_shape(KernelContext& ctx) {
+Status constant_of_shape(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_ASSIGN_OR_RETURN(auto shape, read_ints(ctx, ctx.input(0)));
   Dims dims(shape.begin(), shape.end());
   GBX_RETURN_IF_ERROR(checked_numel(ctx, dims).status());
   Tensor value = Tensor::scalar<float>(0.0f);
-  if (const Attribute* a = ctx.attr("value")) {
+  if (const Attribute *a = ctx.attr("value")) {
     if (a->type != AttrType::Tensor || a->t.numel() != 1)
       return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "value must be a one-element tensor");
     value = a->t;
@@ -65,8 +66,8 @@ Status constant_of_shape(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status constant(KernelContext& ctx) {
-  const Attribute* a = nullptr;
+Status constant(KernelContext &ctx) {
+  const Attribute *a = nullptr;
   Tensor y;
   if ((a = ctx.attr("value")) && a->type == AttrType::Tensor) {
     y = a->t;
@@ -86,15 +87,16 @@ Status constant(KernelContext& ctx) {
   } else if (ctx.opset() >= 12 && (a = ctx.attr("value_strings"))) {
     y = Tensor::from_vector<std::string>(a->strings, {int64_t(a->strings.size())});
   } else {
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Constant needs one of value, value_float(s), value_int(s), "
-                                                   "value_string(s)");
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID,
+                     "Constant needs one of value, value_float(s), value_int(s), "
+                     "value_string(s)");
   }
   if (!y.defined()) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Constant value is empty");
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
 
-Status range(KernelContext& ctx) {
+Status range(KernelContext &ctx) {
   for (size_t i = 0; i < 3; ++i) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
     if (ctx.input(i).numel() != 1 || ctx.input(i).dtype() != ctx.input(0).dtype())
@@ -120,7 +122,8 @@ Status range(KernelContext& ctx) {
       }
       n = std::max<int64_t>(int64_t(c), 0);
     } else {
-      // Exact integer ceil((limit - start) / delta), in 128 bits to avoid overflow.
+      // Exact integer ceil((limit - start) / delta), in 128 bits to avoid
+      // overflow.
       const __int128 d = __int128(limit) - __int128(start), s = delta;
       __int128 c = 0;
       if ((d > 0 && s > 0) || (d < 0 && s < 0)) c = (d + s + (s > 0 ? -1 : 1)) / s;
@@ -132,25 +135,36 @@ Status range(KernelContext& ctx) {
       return;
     }
     y = std::move(r).value();
-    T* o = y.data<T>();
+    T *o = y.data<T>();
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
   };
   switch (dt) {
-    case DType::F32: run(TypeTag<float>{}); break;
-    case DType::F64: run(TypeTag<double>{}); break;
-    case DType::I16: run(TypeTag<int16_t>{}); break;
-    case DType::I32: run(TypeTag<int32_t>{}); break;
-    case DType::I64: run(TypeTag<int64_t>{}); break;
-    default: return ctx.unsupported_dtype(dt);
+    case DType::F32:
+      run(TypeTag<float>{});
+      break;
+    case DType::F64:
+      run(TypeTag<double>{});
+      break;
+    case DType::I16:
+      run(TypeTag<int16_t>{});
+      break;
+    case DType::I32:
+      run(TypeTag<int32_t>{});
+      break;
+    case DType::I64:
+      run(TypeTag<int64_t>{});
+      break;
+    default:
+      return ctx.unsupported_dtype(dt);
   }
   GBX_RETURN_IF_ERROR(st);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
 
-Status eye_like(KernelContext& ctx) {
+Status eye_like(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   if (x.rank() != 2) return ctx.error(ErrorCode::SHAPE_MISMATCH, "EyeLike needs a 2-d input, got ", describe(x));
   DType dt = x.dtype();
   if (ctx.has_attr("dtype")) {
@@ -164,7 +178,7 @@ Status eye_like(KernelContext& ctx) {
   const int64_t rows = x.dim(0), cols = x.dim(1);
   const bool ok = visit_numeric(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* o = y.data<T>();
+    T *o = y.data<T>();
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t j = i + k;
       if (j >= 0 && j < cols) o[i * cols + j] = static_cast<T>(1);

@@ -1,6 +1,7 @@
-// Slice (reference): starts/ends/axes as attributes before opset 10, as inputs (plus steps)
-// from 10. Out-of-range starts/ends are clamped as the spec says (never an error); the
-// result is one strided copy, so negative steps need no special path.
+// Slice (reference): starts/ends/axes as attributes before opset 10, as inputs
+// (plus steps) from 10. Out-of-range starts/ends are clamped as the spec says
+// (never an error); the result is one strided copy, so negative steps need no
+// special path.
 #include <algorithm>
 
 #include "kernels/cpu/ref/shape_util.h"
@@ -8,9 +9,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status slice(KernelContext& ctx) {
+Status slice(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const bool inputs = ctx.opset() >= 10;
   GBX_ASSIGN_OR_RETURN(auto starts, ints_from_input_or_attr(ctx, 1, inputs, "starts"));
@@ -46,8 +47,8 @@ Status slice(KernelContext& ctx) {
     const int64_t dim = x.dim(a);
     int64_t step = steps[i];
     if (step == 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "step for axis ", a, " is 0");
-    // A step longer than the dim selects at most one element; capping it keeps the stride
-    // arithmetic below from overflowing on steps like INT64_MIN.
+    // A step longer than the dim selects at most one element; capping it keeps
+    // the stride arithmetic below from overflowing on steps like INT64_MIN.
     step = std::clamp<int64_t>(step, -std::max<int64_t>(dim, 1), std::max<int64_t>(dim, 1));
     int64_t s = (*starts)[i], e = (*ends)[i];
     if (s < 0) s += dim;

@@ -1,14 +1,14 @@
-// Transpose (reference). The permuted copy goes through strided_copy, which coalesces
-// dims that stay adjacent and memcpy's unit-stride runs (the common BERT case
-// [B,S,H,D] -> [B,H,S,D] moves whole D-rows).
+// Transpose (reference). The permuted copy goes through strided_copy, which
+// coalesces dims that stay adjacent and memcpy's unit-stride runs (the common
+// BERT case [B,S,H,D] -> [B,H,S,D] moves whole D-rows).
 #include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
 
-Status transpose(KernelContext& ctx) {
+Status transpose(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
+  const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   std::vector<int64_t> perm;
   if (ctx.has_attr("perm")) {

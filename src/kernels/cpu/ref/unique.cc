@@ -1,6 +1,7 @@
-// Unique (reference): all four outputs (unique values, first-occurrence indices, inverse
-// indices, counts), sorted or in order of first occurrence, over the flattened input or
-// over slices along an axis (compared lexicographically, like numpy.unique(axis=...)).
+// Unique (reference): all four outputs (unique values, first-occurrence
+// indices, inverse indices, counts), sorted or in order of first occurrence,
+// over the flattened input or over slices along an axis (compared
+// lexicographically, like numpy.unique(axis=...)).
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -10,9 +11,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status unique(KernelContext& ctx) {
+Status unique(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x0 = ctx.input(0);
+  const Tensor &x0 = ctx.input(0);
   const bool sorted = ctx.attr_int("sorted", 1) != 0;
   Tensor x = x0;
   int64_t axis = 0;
@@ -28,14 +29,17 @@ Status unique(KernelContext& ctx) {
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(size_t(d));
   for (size_t d = size_t(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
 
-  // Three-way comparison of slices a and b, element by element in (outer, inner) order.
+  // Three-way comparison of slices a and b, element by element in (outer,
+  // inner) order.
   std::function<int(int64_t, int64_t)> cmp;
   const bool ok = visit_any(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     cmp = [&x, n, outer, inner](int64_t a, int64_t b) {
-      const T* p = nullptr;
-      if constexpr (std::is_same_v<T, std::string>) p = x.strings().data();
-      else p = x.data<T>();
+      const T *p = nullptr;
+      if constexpr (std::is_same_v<T, std::string>)
+        p = x.strings().data();
+      else
+        p = x.data<T>();
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           const auto u = p[(o * n + a) * inner + i];
@@ -72,7 +76,8 @@ Status unique(KernelContext& ctx) {
   if (!sorted) {
     std::vector<int64_t> by_first(static_cast<size_t>(m));
     std::iota(by_first.begin(), by_first.end(), 0);
-    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return first[size_t(a)] < first[size_t(b)]; });
     for (int64_t p = 0; p < m; ++p) rank_of[size_t(by_first[size_t(p)])] = p;
   }
   Dims ydims = x.dims();
