@@ -81,7 +81,7 @@ TEST(UnaryMath, ErfFloat32ApproximationIsAccurate) {
                {-0.9999779095030014, -0.5204998778130465, 0.0, 0.1124629160182849, 0.8427007929497149,
                 0.999593047982555, 0.9999999999984626},
                1e-6);
-  expect_close(run1("Erf", 13, {f32({std::nanf("")})}), {kNaN});
+  expect_close(run1("Erf", 13, {f32({std::nanf(""), INFINITY, -INFINITY, -0.0f})}), {kNaN, 1, -1, 0});
   expect_close(run1("Erf", 13, {tensor<double>({1.0})}), {0.8427007929497149}, 1e-15);
 }
 
@@ -150,6 +150,29 @@ TEST(Activations, AgainstNumpy) {
   expect_close(run1("Softplus", 1, {f32({100})}), {100});
   // Sigmoid of a very negative input is 0, not NaN.
   expect_close(run1("Sigmoid", 13, {f32({-1000})}), {0});
+}
+
+// Tanh and Erf on float32 use polynomial approximations (fast_math.h); libm in double is
+// the independent oracle over a dense sweep.
+TEST(Activations, Float32TanhAndErfMatchLibmDensely) {
+  std::vector<float> xs;
+  for (int i = -2000; i <= 2000; ++i) xs.push_back(float(i) * 0.005f);
+  for (float t : {1e-5f, -3e-4f, 1e-30f, 20.0f, -50.0f}) xs.push_back(t);
+  std::vector<double> want_tanh, want_erf;
+  for (float x : xs) {
+    want_tanh.push_back(std::tanh(double(x)));
+    want_erf.push_back(std::erf(double(x)));
+  }
+  expect_close(run1("Tanh", 13, {f32(xs)}), want_tanh, 1e-6, 1e-30);
+  expect_close(run1("Erf", 13, {f32(xs)}), want_erf, 1e-6, 1e-30);
+  expect_close(run1("Tanh", 13, {f32({std::nanf(""), INFINITY, -INFINITY})}), {kNaN, 1, -1});
+  // Other dtypes go through libm.
+  expect_close(run1("Tanh", 13, {tensor<double>({0.5})}), {std::tanh(0.5)}, 1e-15);
+}
+
+TEST(Activations, LeakyReluSpecialValues) {
+  expect_close(run1("LeakyRelu", 16, {f32({std::nanf(""), -INFINITY, INFINITY, -0.0f, -2})}),
+               {kNaN, -kInf, kInf, 0, -0.02});
 }
 
 TEST(Activations, PReluBroadcastsSlopeToX) {

@@ -25,7 +25,11 @@ inline Tensor f16(const std::vector<float>& v, Dims dims = {}) {
 
 // Runs op at opset with inputs and attributes; fails the test on error.
 inline Tensor run1(const std::string& op, int opset, std::vector<Tensor> inputs, AttributeMap attrs = {}) {
-  KernelCall call{op, opset, std::move(inputs), std::move(attrs)};
+  KernelCall call;
+  call.op_type = op;
+  call.opset = opset;
+  call.inputs = std::move(inputs);
+  call.attrs = std::move(attrs);
   auto r = run_kernel(call);
   EXPECT_TRUE(r.ok()) << op << ": " << r.status().to_string();
   return r.ok() ? r.value()[0] : Tensor();
@@ -33,7 +37,11 @@ inline Tensor run1(const std::string& op, int opset, std::vector<Tensor> inputs,
 
 // The error code the op reports (OK if it succeeds).
 inline ErrorCode run_code(const std::string& op, int opset, std::vector<Tensor> inputs, AttributeMap attrs = {}) {
-  KernelCall call{op, opset, std::move(inputs), std::move(attrs)};
+  KernelCall call;
+  call.op_type = op;
+  call.opset = opset;
+  call.inputs = std::move(inputs);
+  call.attrs = std::move(attrs);
   auto r = run_kernel(call);
   return r.ok() ? ErrorCode::OK : r.status().code();
 }
