@@ -66,8 +66,9 @@ Status dft(KernelContext& ctx) {
   Dims od = x.dims();
   od[size_t(axis)] = out_len;
   od.back() = 2;
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), od));
   const std::vector<double> xv = read_doubles(x);
-  std::vector<double> out(static_cast<size_t>(numel(od)));
+  std::vector<double> out(static_cast<size_t>(y.numel()));
   const int64_t c_in = cplx ? 2 : 1;
   std::vector<double> re(static_cast<size_t>(n)), im(static_cast<size_t>(n)), ore, oim;
   for (int64_t o = 0; o < outer; ++o)
@@ -84,7 +85,7 @@ Status dft(KernelContext& ctx) {
         out[at + 1] = oim[size_t(k)];
       }
     }
-  GBX_ASSIGN_OR_RETURN(Tensor y, make_float_tensor(x.dtype(), od, out));
+  store_doubles(y, out);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
@@ -119,8 +120,9 @@ Status stft(KernelContext& ctx) {
   const int64_t bins = onesided ? flen / 2 + 1 : flen;
   const int64_t frames = (len - flen) / step + 1;
   const int64_t B = x.dim(0), c_in = x.dim(2);
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), {B, frames, bins, 2}));
   const std::vector<double> xv = read_doubles(x);
-  std::vector<double> out(static_cast<size_t>(B * frames * bins * 2));
+  std::vector<double> out(static_cast<size_t>(y.numel()));
   std::vector<double> re(static_cast<size_t>(flen)), im(static_cast<size_t>(flen)), ore, oim;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t f = 0; f < frames; ++f) {
@@ -137,7 +139,7 @@ Status stft(KernelContext& ctx) {
         out[at + 1] = oim[size_t(k)];
       }
     }
-  GBX_ASSIGN_OR_RETURN(Tensor y, make_float_tensor(x.dtype(), {B, frames, bins, 2}, out));
+  store_doubles(y, out);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -90,6 +90,12 @@ Status grid_sample(KernelContext& ctx) {
         for (int64_t j = 0; j < Wo; ++j) {
           const double* g = &gv[static_cast<size_t>(((n * Ho + i) * Wo + j) * 2)];
           double px = denorm(g[0], W), py = denorm(g[1], H);
+          if (!std::isfinite(px) || !std::isfinite(py)) {  // samples nothing: reads as padding 0
+            out[static_cast<size_t>(((n * C + c) * Ho + i) * Wo + j)] = 0;
+            continue;
+          }
+          px = std::clamp(px, -1e9, 1e9);
+          py = std::clamp(py, -1e9, 1e9);
           if (mode == "nearest") {
             px = std::nearbyint(px);
             py = std::nearbyint(py);

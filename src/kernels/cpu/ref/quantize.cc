@@ -157,6 +157,12 @@ Result<std::pair<Dims, std::vector<double>>> matmul(const KernelContext& ctx, co
   return std::make_pair(od, out);
 }
 
+// Element 0 of input i, which must hold at least one element.
+Result<double> scalar_input(const KernelContext& ctx, size_t i) {
+  if (ctx.input(i).numel() < 1) return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " is empty; a scalar is required");
+  return ctx.input(i).at_double(0);
+}
+
 std::vector<double> opt_doubles(const KernelContext& ctx, size_t i) {
   return ctx.has_input(i) && ctx.input_value(i).is_tensor() ? read_doubles(ctx.input(i)) : std::vector<double>{};
 }
@@ -175,7 +181,9 @@ Status matmul_integer(KernelContext& ctx) {
 Status qlinear_matmul(KernelContext& ctx) {
   for (size_t i = 0; i < 8; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   const std::vector<double> as = read_doubles(ctx.input(1)), bs = read_doubles(ctx.input(4));
-  const double ys = ctx.input(6).at_double(0), yz = ctx.input(7).at_double(0);
+  GBX_ASSIGN_OR_RETURN(double ys, scalar_input(ctx, 6));
+  GBX_ASSIGN_OR_RETURN(double yz, scalar_input(ctx, 7));
+  if (as.empty() || bs.empty()) return ctx.error(ErrorCode::INVALID_ARGUMENT, "a_scale and b_scale must not be empty");
   GBX_ASSIGN_OR_RETURN(auto r, matmul(ctx, ctx.input(0), ctx.input(3), read_doubles(ctx.input(2)),
                                       read_doubles(ctx.input(5))));
   const DType out_t = ctx.input(7).dtype();
@@ -208,6 +216,9 @@ Result<std::pair<Dims, std::vector<double>>> conv(const KernelContext& ctx, cons
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
   if (strides.size() != sd || dil.size() != sd || pads.size() != 2 * sd)
     return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides/dilations/pads do not match ", sd, " spatial dims");
+  if (w_zp.size() > 1 && static_cast<int64_t>(w_zp.size()) != M)
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "weight zero point has ", w_zp.size(), " values for ", M,
+                     " output channels");
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
   Dims od{N, M};
   for (size_t d = 0; d < sd; ++d) {
@@ -281,9 +292,13 @@ Status conv_integer(KernelContext& ctx) {
 
 Status qlinear_conv(KernelContext& ctx) {
   for (size_t i = 0; i < 8; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const double xs = ctx.input(1).at_double(0), xz = ctx.input(2).at_double(0);
+  GBX_ASSIGN_OR_RETURN(double xs, scalar_input(ctx, 1));
+  GBX_ASSIGN_OR_RETURN(double xz, scalar_input(ctx, 2));
+  GBX_ASSIGN_OR_RETURN(double ys, scalar_input(ctx, 6));
+  GBX_ASSIGN_OR_RETURN(double yz, scalar_input(ctx, 7));
   const std::vector<double> ws = read_doubles(ctx.input(4));
-  const double ys = ctx.input(6).at_double(0), yz = ctx.input(7).at_double(0);
+  if (ws.size() != 1 && static_cast<int64_t>(ws.size()) != ctx.input(3).dim(0))
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "w_scale has ", ws.size(), " values for ", describe(ctx.input(3)));
   GBX_ASSIGN_OR_RETURN(auto r, conv(ctx, ctx.input(0), ctx.input(3), xz, read_doubles(ctx.input(5))));
   std::vector<double> bias = opt_doubles(ctx, 8);
   const int64_t M = r.first[1];

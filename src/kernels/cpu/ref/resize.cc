@@ -59,6 +59,8 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, doub
     xo += roi_start * (in_d - 1);
     if (xo < 0 || xo > in_d - 1) return {};
   }
+  if (!std::isfinite(xo)) return {};  // NaN/inf roi or scale: nothing sensible to sample
+  xo = std::min(std::max(xo, -1e15), 1e15);
   auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in_len - 1); };
 
   if (p.mode == Mode::Nearest) {

@@ -32,7 +32,8 @@ Status roi_align(KernelContext& ctx) {
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), R = rois.dim(0);
   GBX_ASSIGN_OR_RETURN(std::vector<int64_t> bi, read_ints(ctx, bidx));
   const std::vector<double> xv = read_doubles(x), rv = read_doubles(rois);
-  std::vector<double> out(static_cast<size_t>(R * C * oh * ow));
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), {R, C, oh, ow}));
+  std::vector<double> out(static_cast<size_t>(y.numel()));
   for (int64_t r = 0; r < R; ++r) {
     const int64_t b = bi[size_t(r)];
     if (b < 0 || b >= N) return ctx.error(ErrorCode::INVALID_ARGUMENT, "batch index ", b, " is outside [0, ", N, ")");
@@ -88,7 +89,7 @@ Status roi_align(KernelContext& ctx) {
         }
     }
   }
-  GBX_ASSIGN_OR_RETURN(Tensor y, make_float_tensor(x.dtype(), {R, C, oh, ow}, out));
+  store_doubles(y, out);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

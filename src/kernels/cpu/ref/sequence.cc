@@ -183,6 +183,9 @@ Status concat_from_sequence(KernelContext& ctx) {
     if (new_axis) d.insert(d.begin() + axis, 1);
     Dims ref = f.dims();
     if (new_axis) ref.insert(ref.begin() + axis, 1);
+    if (d.size() != ref.size())
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "sequence elements ", describe(f), " and ", describe(t),
+                       " have different ranks");
     for (size_t k = 0; k < d.size(); ++k)
       if (static_cast<int64_t>(k) != axis && d[k] != ref[k])
         return ctx.error(ErrorCode::SHAPE_MISMATCH, "sequence elements ", describe(f), " and ", describe(t),

@@ -40,6 +40,9 @@ Status tfidf(KernelContext& ctx) {
     for (int64_t p = begin; p < end; p += n, ++k) {
       if (k >= static_cast<int64_t>(indexes.size()))
         return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_indexes has ", indexes.size(), " entries, too few for the pool");
+      const int64_t idx = indexes[static_cast<size_t>(k)];
+      if (idx < 0 || idx >= (int64_t(1) << 24))
+        return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_indexes value ", idx, " is out of range");
       std::vector<std::string> g(pool.begin() + p, pool.begin() + p + n);
       slot[g] = indexes[static_cast<size_t>(k)];
       out_len = std::max(out_len, indexes[static_cast<size_t>(k)] + 1);
@@ -52,7 +55,7 @@ Status tfidf(KernelContext& ctx) {
     for (int64_t i = 0; i < x.numel(); ++i) tokens.push_back(std::to_string(static_cast<int64_t>(x.at_double(i))));
   }
   const int64_t rows = x.rank() == 2 ? x.dim(0) : 1, len = x.rank() == 2 ? x.dim(1) : x.dim(0);
-  Tensor y(DType::F32, x.rank() == 2 ? Dims{rows, out_len} : Dims{out_len});
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(DType::F32, x.rank() == 2 ? Dims{rows, out_len} : Dims{out_len}));
   float* out = y.data<float>();
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> cnt(static_cast<size_t>(out_len), 0.0);

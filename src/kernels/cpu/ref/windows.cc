@@ -13,7 +13,7 @@ namespace {
 Status cosine_window(KernelContext& ctx, double a0, double a1, double a2) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_ASSIGN_OR_RETURN(std::vector<int64_t> sz, read_ints(ctx, ctx.input(0)));
-  if (sz.size() != 1 || sz[0] < 0 || sz[0] > (int64_t(1) << 32))
+  if (sz.size() != 1 || sz[0] < 0 || sz[0] > (int64_t(1) << 28))
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "size must be a non-negative scalar, got ", describe(ctx.input(0)));
   const int64_t n = sz[0];
   const int64_t dt = ctx.attr_int("output_datatype", 1);
