@@ -2,6 +2,8 @@
 // .grid_sample, which defines the same sampling for these modes).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernel_test_util.h"
 
 namespace gearbox::testing {
@@ -67,6 +69,15 @@ TEST(MiscGridSample, ModesAndPadding) {
     for (int i = 0; i < 3; ++i)
       EXPECT_NEAR(r.value()[0].at_double(i), tc.want[i], 1e-5) << tc.mode << " " << tc.pad << " " << tc.align;
   }
+}
+
+TEST(MiscGridSample, NanGridReadsAsZeroPadding) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  Tensor g = Tensor::from_vector<float>({NAN, 0.f, 0.f, 0.f}, {1, 1, 2, 2});
+  auto r = run_kernel(mk("GridSample", 16, {x, g}));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].at_double(0), 0.0);
+  EXPECT_NEAR(r.value()[0].at_double(1), 2.5, 1e-6);  // the centre averages all four pixels
 }
 
 }  // namespace

@@ -67,5 +67,15 @@ TEST(MiscQuantize, ScaleShapeMismatchIsAnError) {
   EXPECT_EQ(r.status().code(), ErrorCode::SHAPE_MISMATCH);
 }
 
+TEST(MiscQuantize, QLinearMatMulEmptyScaleIsAnError) {
+  auto c = mk("QLinearMatMul", 10,
+              {Tensor::from_vector<uint8_t>({1}, {1, 1}), Tensor::scalar<float>(1), Tensor::scalar<uint8_t>(0),
+               Tensor::from_vector<uint8_t>({1}, {1, 1}), Tensor::scalar<float>(1), Tensor::scalar<uint8_t>(0),
+               Tensor(DType::F32, {0}), Tensor::scalar<uint8_t>(0)});
+  auto r = run_kernel(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace gearbox::testing

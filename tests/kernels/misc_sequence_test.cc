@@ -88,5 +88,14 @@ TEST(MiscSequence, Optionals) {
   EXPECT_FALSE(empty.ok());
 }
 
+TEST(MiscSequence, ConcatOfDifferentRanksIsAnError) {
+  TensorSequence s{DType::F32, {f({1, 2}), f({1, 2, 3, 4}, {2, 2})}};
+  AttributeMap c;
+  c["axis"] = attr_int(0);
+  auto r = run_values("ConcatFromSequence", 11, {RuntimeValue(s)}, c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::SHAPE_MISMATCH);
+}
+
 }  // namespace
 }  // namespace gearbox::testing
