@@ -144,11 +144,10 @@ Status conv_typed(KernelContext& ctx, const Tensor& x, const Tensor& w, const Te
         batch.push_back({wp + gi * mg * kdim, xp + (i * c + gi * cg) * in_plane, yp + (i * m + gi * mg) * out_plane});
     gemm_batched(s, T(1), batch.data(), static_cast<int64_t>(batch.size()), T(0));
   } else {
-    std::vector<T> col;
     const int64_t col_elems = group * kdim * out_plane;
     if (col_elems / std::max<int64_t>(1, out_plane) != group * kdim)
       return ctx.error(ErrorCode::KERNEL_FAILED, "im2col buffer too large");
-    col.resize(static_cast<size_t>(col_elems));
+    nn::Scratch<T> col(static_cast<size_t>(col_elems));
     for (int64_t i = 0; i < n; ++i) {
       im2col<T>(xp + i * c * in_plane, c, g, col.data());
       batch.clear();

@@ -62,7 +62,7 @@ Status conv_transpose_typed(KernelContext& ctx, const Tensor& x, const Tensor& w
   const T* wp = w.data<T>();
   T* yp = y.data<T>();
   const int64_t rows = mg * kprod;
-  std::vector<T> col(static_cast<size_t>(group * rows * in_plane));
+  nn::Scratch<T> col(static_cast<size_t>(group * rows * in_plane));
   GemmShape s;
   s.trans_a = true;
   s.m = rows;

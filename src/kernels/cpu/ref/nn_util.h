@@ -176,6 +176,32 @@ inline Geom3 to_geom3(const nn::Window& w) {
   return g;
 }
 
+// Scratch memory for im2col/col2im buffers, kept per thread across calls: fresh multi-MB
+// allocations cost a page fault per 4 KiB page on every call, which on this (virtualized)
+// machine costs more than the im2col itself. Buffers above kScratchCacheLimit bytes are not
+// kept, so one huge layer does not pin its buffer for the process lifetime. The contents are
+// unspecified; callers overwrite what they use.
+inline constexpr size_t kScratchCacheLimit = size_t(256) << 20;
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) {
+    static thread_local std::vector<T> cache;
+    if (n * sizeof(T) <= kScratchCacheLimit) {
+      if (cache.size() < n) cache.resize(n);
+      ptr_ = cache.data();
+    } else {
+      own_.resize(n);
+      ptr_ = own_.data();
+    }
+  }
+  T* data() { return ptr_; }
+
+ private:
+  std::vector<T> own_;
+  T* ptr_ = nullptr;
+};
+
 inline int64_t product(const std::vector<int64_t>& v) {
   int64_t p = 1;
   for (int64_t x : v) p *= x;
