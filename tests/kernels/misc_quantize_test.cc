@@ -77,5 +77,14 @@ TEST(MiscQuantize, QLinearMatMulEmptyScaleIsAnError) {
   EXPECT_EQ(r.status().code(), ErrorCode::INVALID_ARGUMENT);
 }
 
+TEST(MiscQuantize, QuantizeLinearDividesInFloat) {
+  // 0.5 / 0.019607844f is exactly 25.5 in float (rounds to even 26), 25.4999999 in double.
+  auto c = mk("QuantizeLinear", 13,
+              {Tensor::from_vector<float>({0.5f}), Tensor::scalar<float>(0.019607844f), Tensor::scalar<uint8_t>(153)});
+  auto r = run_kernel(c);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].data<uint8_t>()[0], 179);
+}
+
 }  // namespace
 }  // namespace gearbox::testing

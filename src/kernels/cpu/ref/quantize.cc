@@ -63,7 +63,10 @@ Status quantize_linear(KernelContext& ctx) {
   std::vector<double> v = read_doubles(x);
   for (int64_t i = 0; i < x.numel(); ++i) {
     double& e = v[static_cast<size_t>(i)];
-    e = saturate(std::nearbyint(e / p.s(i)) + p.z(i), out_t);
+    // Divide in float as the spec's reference does: in double, 0.5 / 0.019607844f is
+    // 25.4999999 and would round the other way.
+    const float q = static_cast<float>(e) / static_cast<float>(p.s(i));
+    e = saturate(std::nearbyint(static_cast<double>(q)) + p.z(i), out_t);
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(out_t, x.dims()));
   store_doubles(y, v);
