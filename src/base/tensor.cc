@@ -9,17 +9,23 @@ namespace gearbox {
 namespace {
 constexpr size_t kAlignment = 64;
 
-std::shared_ptr<void> aligned_zeroed(size_t bytes) {
+std::shared_ptr<void> aligned_buffer(size_t bytes, bool zero) {
   size_t padded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (padded == 0) padded = kAlignment;
   void* p = std::aligned_alloc(kAlignment, padded);
   if (!p) return nullptr;
-  std::memset(p, 0, padded);
+  if (zero) std::memset(p, 0, padded);
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 }  // namespace
 
-Result<Tensor> Tensor::allocate(DType dtype, Dims dims) {
+Result<Tensor> Tensor::allocate(DType dtype, Dims dims) { return allocate_impl(dtype, std::move(dims), true); }
+
+Result<Tensor> Tensor::allocate_uninitialized(DType dtype, Dims dims) {
+  return allocate_impl(dtype, std::move(dims), false);
+}
+
+Result<Tensor> Tensor::allocate_impl(DType dtype, Dims dims, bool zero) {
   int64_t n = gearbox::numel(dims);
   if (n < 0) return make_error(ErrorCode::INVALID_ARGUMENT, "tensor dims ", to_string(dims), " are negative or overflow");
   size_t es = dtype == DType::String ? sizeof(std::string) : dtype_size(dtype);
@@ -38,7 +44,7 @@ Result<Tensor> Tensor::allocate(DType dtype, Dims dims) {
     t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
     return t;
   }
-  auto buf = aligned_zeroed(static_cast<size_t>(n) * es);
+  auto buf = aligned_buffer(static_cast<size_t>(n) * es, zero);
   if (!buf)
     return make_error(ErrorCode::OUT_OF_MEMORY, "could not allocate ", static_cast<size_t>(n) * es,
                       " bytes for a ", dtype_name(dtype), to_string(t.dims_), " tensor");

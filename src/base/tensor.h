@@ -26,6 +26,9 @@ class Tensor {
   Tensor(DType dtype, Dims dims);
   // Checked allocation for sizes from models or files: OUT_OF_MEMORY / INVALID_ARGUMENT.
   static Result<Tensor> allocate(DType dtype, Dims dims);
+  // Like allocate() but leaves the bytes uninitialized: for buffers the caller overwrites
+  // at once (file loads), where zeroing would touch every page twice.
+  static Result<Tensor> allocate_uninitialized(DType dtype, Dims dims);
   // A tensor over memory owned by `owner` (e.g. an mmap'ed file); data must stay valid while
   // owner lives.
   static Tensor borrow(DType dtype, Dims dims, std::shared_ptr<const void> owner, const void* data);
@@ -80,6 +83,8 @@ class Tensor {
   double at_double(int64_t i) const;
 
  private:
+  static Result<Tensor> allocate_impl(DType dtype, Dims dims, bool zero);
+
   DType dtype_ = DType::Undefined;
   Dims dims_;
   int64_t numel_ = 0;

@@ -23,12 +23,15 @@ Result<std::string> read_file(const std::string& path) {
   if (!fs::exists(path, ec)) return make_error(ErrorCode::FILE_NOT_FOUND, "'", path, "' does not exist");
   if (fs::is_directory(path, ec))
     return make_error(ErrorCode::FILE_NOT_FOUND, "'", path, "' is a directory, not a model file");
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return make_error(ErrorCode::FILE_NOT_FOUND, "cannot open '", path, "' for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
-  if (bytes.empty()) return make_error(ErrorCode::FILE_EMPTY, "'", path, "' is empty (0 bytes)");
+  // One read into a buffer of the right size: models are hundreds of MB.
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return make_error(ErrorCode::FILE_EMPTY, "'", path, "' is empty (0 bytes)");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  if (!in) return make_error(ErrorCode::FILE_NOT_FOUND, "reading '", path, "' failed");
   return bytes;
 }
 
@@ -92,7 +95,8 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   Dims dims(tp.dims().begin(), tp.dims().end());
   for (int64_t d : dims)
     if (d < 0) return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' has a negative dim ", d);
-  GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dt, dims));
+  // Every byte is written below (or the import fails), so skip zero-filling.
+  GBX_ASSIGN_OR_RETURN(Tensor t, dt == DType::String ? Tensor::allocate(dt, dims) : Tensor::allocate_uninitialized(dt, dims));
   const int64_t n = t.numel();
   if (dt == DType::String) {
     GBX_RETURN_IF_ERROR(check_count(tp, tp.string_data(), n));
@@ -339,6 +343,22 @@ bool uses_external_data(const onnx::GraphProto& g) {
   return false;
 }
 
+Status check_external_locations(const onnx::GraphProto& g, const std::string& base_dir) {
+  for (const auto& t : g.initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    std::string location;
+    for (const auto& kv : t.external_data())
+      if (kv.key() == "location") location = kv.value();
+    GBX_RETURN_IF_ERROR(resolve_external(base_dir, location, t.name()).status());
+  }
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) GBX_RETURN_IF_ERROR(check_external_locations(a.g(), base_dir));
+      for (const auto& sg : a.graphs()) GBX_RETURN_IF_ERROR(check_external_locations(sg, base_dir));
+    }
+  return Status::OK();
+}
+
 Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, const std::string& path,
                            const ImportOptions& options) {
   if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
@@ -358,6 +378,9 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
     return make_error(ErrorCode::OPSET_UNSUPPORTED, "'", path, "' uses ai.onnx opset ", onnx_it->second,
                       "; gearbox supports opsets ", kMinOpset, " to ", kMaxOpset);
 
+  // External-data locations are confined to the model's folder before anything (the ONNX
+  // checker included) opens them.
+  GBX_RETURN_IF_ERROR(check_external_locations(mp.graph(), base_dir));
   if (options.check_model) {
     try {
       if (!base_dir.empty() && uses_external_data(mp.graph()))

@@ -21,8 +21,10 @@ Result<Tensor> random_input(const IoInfo& io) {
   std::string lower = io.name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   const bool mask = lower.find("mask") != std::string::npos;
+  // Token-type / segment ids index tiny tables (often 2 rows): keep them 0.
+  const bool segment = lower.find("type") != std::string::npos || lower.find("segment") != std::string::npos;
   std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  std::uniform_int_distribution<int64_t> ids(0, 99);
+  std::uniform_int_distribution<int64_t> ids(0, 63);
   if (dt == DType::String) {
     for (auto& s : t.strings()) s = "gearbox";
     return t;
@@ -32,7 +34,7 @@ Result<Tensor> random_input(const IoInfo& io) {
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
       if constexpr (std::is_same_v<T, bool>) p[i] = true;
-      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(mask ? 1 : ids(rng));
+      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(mask ? 1 : segment ? 0 : ids(rng));
       else p[i] = static_cast<T>(static_cast<float>(uni(rng)));
     }
   });

@@ -12,7 +12,8 @@
 namespace gearbox::cli {
 
 // Deterministic data for one input: floats uniform in [-1, 1]; integer inputs whose name
-// suggests a mask get ones, other integers ids in [0, 100); bool true. Symbolic dims
+// suggests a mask get ones, token-type/segment ids zeros, other integers ids in [0, 64);
+// bool true. Symbolic dims
 // become 1. The seed comes from the input's name, so every run sees the same data.
 Result<Tensor> random_input(const IoInfo& io);
 
