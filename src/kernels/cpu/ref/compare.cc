@@ -18,9 +18,9 @@ Status equal_strings(KernelContext& ctx) {
   const std::string* pa = a.strings().data();
   const std::string* pb = b.strings().data();
   bool* po = out.data<bool>();
-  const int64_t n = plan.inner(), sa = plan.inner_stride(0), sb = plan.inner_stride(1);
-  for_each_row(plan, [&](int64_t oo, const std::array<int64_t, 2>& off) {
-    for (int64_t i = 0; i < n; ++i) po[oo + i] = pa[off[0] + i * sa] == pb[off[1] + i * sb];
+  const int64_t sa = plan.inner_stride(0), sb = plan.inner_stride(1);
+  for_each_segment(plan, 0, out.numel(), [&](int64_t oo, const std::array<int64_t, 2>& off, int64_t col, int64_t n) {
+    for (int64_t i = col; i < col + n; ++i) po[oo + i - col] = pa[off[0] + i * sa] == pb[off[1] + i * sb];
   });
   ctx.set_output(0, std::move(out));
   return Status::OK();

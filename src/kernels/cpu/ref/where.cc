@@ -9,18 +9,19 @@ namespace {
 
 template <typename T>
 void where_rows(const bool* c, const T* x, const T* y, T* o, const BroadcastPlan<3>& p) {
-  const int64_t n = p.inner(), sc = p.inner_stride(0), sx = p.inner_stride(1), sy = p.inner_stride(2);
-  for_each_row(p, [&](int64_t oo, const std::array<int64_t, 3>& off) {
-    const bool* pc = c + off[0];
-    const T* px = x + off[1];
-    const T* py = y + off[2];
+  const int64_t sc = p.inner_stride(0), sx = p.inner_stride(1), sy = p.inner_stride(2);
+  auto segment = [&](int64_t oo, const std::array<int64_t, 3>& off, int64_t col, int64_t n) {
+    const bool* pc = c + off[0] + col * sc;
+    const T* px = x + off[1] + col * sx;
+    const T* py = y + off[2] + col * sy;
     T* po = o + oo;
     if (sc && sx && sy) {
       for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? px[i] : py[i];
     } else {
       for (int64_t i = 0; i < n; ++i) po[i] = pc[i * sc] ? px[i * sx] : py[i * sy];
     }
-  });
+  };
+  for_each_segment(p, 0, p.total(), segment);
 }
 
 Status where_op(KernelContext& ctx) {
