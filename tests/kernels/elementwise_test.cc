@@ -170,6 +170,17 @@ TEST(Activations, Float32TanhAndErfMatchLibmDensely) {
   expect_close(run1("Tanh", 13, {tensor<double>({0.5})}), {std::tanh(0.5)}, 1e-15);
 }
 
+TEST(Activations, ReluFloatIntAndErrors) {
+  // ONNX spec: np.clip(x, 0, np.inf); NaN stays NaN as with numpy.maximum(x, 0).
+  expect_close(run1("Relu", 14, {f32({-1.5f, 0, 2, std::nanf(""), -INFINITY})}), {0, 0, 2, kNaN, 0});
+  Tensor i = run1("Relu", 14, {tensor<int8_t>({-128, 5})});
+  EXPECT_EQ(i.dtype(), DType::I8);
+  expect_exact(i, {0, 5});
+  expect_exact(run1("Relu", 14, {f16({-1, 0.5f})}), {0, 0.5});
+  EXPECT_EQ(run_code("Relu", 14, {tensor<uint8_t>({1})}), ErrorCode::DTYPE_UNSUPPORTED);
+  EXPECT_EQ(run_code("Relu", 14, {tensor<bool>({true})}), ErrorCode::DTYPE_UNSUPPORTED);
+}
+
 TEST(Activations, LeakyReluSpecialValues) {
   expect_close(run1("LeakyRelu", 16, {f32({std::nanf(""), -INFINITY, INFINITY, -0.0f, -2})}),
                {kNaN, -kInf, kInf, 0, -0.02});

@@ -1,30 +1,19 @@
-// Relu (reference). The simplest kernel; kept as the template for new ones.
-#include "kernels/kernel.h"
+// Relu (reference): y = max(x, 0). Opsets 6/13 cover the float types, opset 14 adds
+// int8..int64; one kernel serves them all (other dtypes: DTYPE_UNSUPPORTED). The simplest
+// element-wise kernel; see elementwise.h for the loop helpers new ones share.
+#include "kernels/cpu/ref/elementwise.h"
 
 namespace gearbox::ref {
 namespace {
 
 Status relu(KernelContext& ctx) {
-  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor& x = ctx.input(0);
-  Tensor y(x.dtype(), x.dims());
-  bool ok = visit_numeric(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
-    const T* in = x.data<T>();
-    T* out = y.data<T>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      C v = static_cast<C>(in[i]);
-      out[i] = static_cast<T>(v > C(0) ? v : C(0));
-    }
+  return unary_op<Dom::FloatSigned>(ctx, [](auto v) {
+    using C = decltype(v);
+    return v < C(0) ? C(0) : v;  // NaN < 0 is false: NaN stays NaN, as numpy.maximum
   });
-  if (!ok) return ctx.unsupported_dtype(x.dtype());
-  ctx.set_output(0, std::move(y));
-  return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Relu", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8,
-                                                     DType::I16, DType::I32, DType::I64}, relu});
+GBX_REGISTER_KERNEL({"", "Relu", 1, 17, kEngineRef, {}, relu});
 
 }  // namespace
 }  // namespace gearbox::ref
