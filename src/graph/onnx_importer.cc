@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -381,6 +382,12 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   // External-data locations are confined to the model's folder before anything (the ONNX
   // checker included) opens them.
   GBX_RETURN_IF_ERROR(check_external_locations(mp.graph(), base_dir));
+  auto phase_start = std::chrono::steady_clock::now();
+  auto phase_done = [&](const char* what) {
+    auto now = std::chrono::steady_clock::now();
+    GBX_LOG_DEBUG("GRAPH", "{} took {:.1f} ms", what, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    phase_start = now;
+  };
   if (options.check_model) {
     try {
       if (!base_dir.empty() && uses_external_data(mp.graph()))
@@ -399,6 +406,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
       return make_error(ErrorCode::MODEL_INVALID, "'", path, "': ", what.substr(0, 600));
     }
   }
+  phase_done("onnx checker");
   if (options.infer_shapes) {
     try {
       onnx::shape_inference::InferShapes(mp);
@@ -407,8 +415,10 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
                    std::string(e.what()).substr(0, 300));
     }
   }
+  phase_done("onnx shape inference");
   GraphImporter importer(model.opsets, base_dir);
   GBX_ASSIGN_OR_RETURN(model.graph, importer.import(mp.graph(), nullptr));
+  phase_done("conversion to the IR");
   GBX_LOG_INFO("GRAPH", "imported '{}': {} nodes, {} inputs, {} outputs, {} initializers, ai.onnx opset {}", path,
                model.graph->nodes.size(), model.graph->inputs.size(), model.graph->outputs.size(),
                model.graph->initializers.size(), onnx_it == model.opsets.end() ? 0 : onnx_it->second);
