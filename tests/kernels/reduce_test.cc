@@ -72,6 +72,18 @@ TEST(Reduce, EmptySets) {
   expect_values(run1({"ReduceLogSumExp", 13, {e}, axes_keep({1}, 0)}), {2}, {-inf, -inf});
 }
 
+TEST(Reduce, IntegerOverflowWrapsAndIntegerEmptySets) {
+  // numpy: np.array([2147483647, 1], dtype=np.int32).sum(dtype=np.int32) == -2147483648
+  Tensor big = make<int32_t>({2147483647, 1}, {2});
+  expect_values(run1({"ReduceSum", 13, {big, i64({0})}, {{"keepdims", attr_int(0)}}}), {}, {-2147483648.0});
+  // numpy: np.cumsum(..., dtype=np.int32) == [2147483647, -2147483648]
+  expect_values(run1({"CumSum", 14, {big, i64s(0)}}), {2}, {2147483647, -2147483648.0});
+  // Max/Min of an empty int32 set are the type's bounds.
+  Tensor e = make<int32_t>({}, {0, 2});
+  expect_values(run1({"ReduceMax", 13, {e}, axes_keep({0}, 0)}), {2}, {-2147483648.0, -2147483648.0});
+  expect_values(run1({"ReduceMin", 13, {e}, axes_keep({0}, 0)}), {2}, {2147483647, 2147483647});
+}
+
 TEST(Reduce, Errors) {
   EXPECT_EQ(run_code({"ReduceSum", 13, {spec_data(), i64({3})}}), ErrorCode::INVALID_ARGUMENT);
   EXPECT_EQ(run_code({"ReduceMean", 13, {spec_data()}, axes_keep({0, -3}, 1)}), ErrorCode::INVALID_ARGUMENT);

@@ -187,6 +187,14 @@ TEST(Pad, AttributesBeforeOpset11) {
   EXPECT_EQ(run_code({"Pad", 13, {x, i64({0, 0})}, {{"mode", attr_string("wrap")}}}), ErrorCode::ATTRIBUTE_INVALID);
 }
 
+TEST(Pad, HostileSizes) {
+  Tensor x = make<float>({1, 2}, {2});
+  EXPECT_EQ(run_code({"Pad", 13, {x, i64({INT64_MAX, INT64_MAX})}}), ErrorCode::INVALID_ARGUMENT);
+  EXPECT_EQ(run_code({"Pad", 13, {x, i64({INT64_MIN, 0})}}), ErrorCode::INVALID_ARGUMENT);
+  // 2^39 elements per side is a valid pad but far too large to allocate.
+  EXPECT_EQ(run_code({"Pad", 13, {x, i64({int64_t(1) << 39, int64_t(1) << 39})}}), ErrorCode::OUT_OF_MEMORY);
+}
+
 TEST(ExpandTile, Values) {
   // numpy: np.broadcast_to([[1],[2]], (3,2,2))
   expect_values(run1({"Expand", 13, {make<int64_t>({1, 2}, {2, 1}), i64({3, 1, 2})}}), {3, 2, 2},
@@ -238,6 +246,9 @@ TEST(ShapeOps, Range) {
                 {1, 2.5, 4});
   expect_values(run1({"Range", 11, {i64s(5), i64s(1), i64s(1)}}), {0}, {});
   EXPECT_EQ(run_code({"Range", 11, {i64s(0), i64s(5), i64s(0)}}), ErrorCode::INVALID_ARGUMENT);
+  EXPECT_EQ(run_code({"Range", 11, {make<float>({0}, {}), make<float>({1e30f}, {}), make<float>({1e-30f}, {})}}),
+            ErrorCode::INVALID_ARGUMENT);
+  EXPECT_EQ(run_code({"Range", 11, {i64s(INT64_MIN), i64s(INT64_MAX), i64s(1)}}), ErrorCode::INVALID_ARGUMENT);
 }
 
 TEST(ShapeOps, EyeLike) {
@@ -289,6 +300,9 @@ TEST(OneHot, AxisAndOutOfRange) {
   expect_values(
       run1({"OneHot", 11, {make<int64_t>({1, 5}, {2}), i64s(3), make<int32_t>({0, 1}, {2})}, {{"axis", attr_int(0)}}}),
       {3, 2}, {0, 0, 1, 0, 0, 0});
+  // Indices far outside int64 give all-off rows rather than undefined casts.
+  expect_values(run1({"OneHot", 11, {make<float>({1e30f, -1e30f}, {2}), i64s(2), make<int32_t>({0, 1}, {2})}}), {2, 2},
+                {0, 0, 0, 0});
 }
 
 TEST(Compress, AxisAndFlat) {

@@ -33,9 +33,9 @@ Status cumsum(KernelContext &ctx) {
             const int64_t k = reverse ? n - 1 - s : s;
             const int64_t off = (o * n + k) * inner + i;
             const Acc v = static_cast<Acc>(static_cast<compute_t<T>>(in[off]));
-            if (!exclusive) acc += v;
+            if (!exclusive) acc = wrap_add(acc, v);
             out[off] = static_cast<T>(static_cast<compute_t<T>>(acc));
-            if (exclusive) acc += v;
+            if (exclusive) acc = wrap_add(acc, v);
           }
         }
     }

@@ -34,7 +34,8 @@ Status one_hot(KernelContext &ctx) {
   for (int64_t i = 0; i < y.numel(); ++i) cp.one(0, i);
   for (int64_t i = 0; i < ind.numel(); ++i) {
     const double v = ind.at_double(i);
-    if (std::isnan(v)) continue;
+    // Range-check in double first: casting an out-of-range double to int64 is undefined.
+    if (std::isnan(v) || v <= -double(depth) - 1 || v >= double(depth)) continue;
     int64_t k = int64_t(v);
     if (k < -depth || k >= depth) continue;
     if (k < 0) k += depth;

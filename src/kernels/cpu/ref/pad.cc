@@ -74,13 +74,15 @@ Status pad(KernelContext &ctx) {
     });
   }
 
+  // Pads past 2^40 cannot be allocated anyway; bounding them keeps d + b + e from overflowing.
+  constexpr int64_t kMaxPad = int64_t(1) << 40;
   Dims out(static_cast<size_t>(rank));
   for (int64_t i = 0; i < rank; ++i) {
     const int64_t b = pads[size_t(i)], e = pads[size_t(i + rank)], d = x.dim(size_t(i));
+    if (b < -d || e < -d || b > kMaxPad || e > kMaxPad || d + b + e < 0)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads ", to_string(Dims(pads)), " are out of range for axis ", i,
+                       " of ", describe(x));
     out[size_t(i)] = d + b + e;
-    if (out[size_t(i)] < 0 || b < -d || e < -d)
-      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads ", to_string(Dims(pads)), " crop more than axis ", i, " of ",
-                       describe(x), " holds");
     if (mode != PadMode::Constant && d == 0 && out[size_t(i)] > 0)
       return ctx.error(ErrorCode::INVALID_ARGUMENT, mode_s, " padding of empty axis ", i, " of ", describe(x));
   }

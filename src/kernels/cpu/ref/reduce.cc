@@ -23,22 +23,24 @@ using acc_t =
     std::conditional_t<std::is_floating_point_v<compute_t<T>> || K == Op::L2 || K == Op::LogSum || K == Op::LogSumExp,
                        double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
-template <Op K, typename A>
+// Max/Min of integers start from T's own bounds, so an empty reduction yields them exactly.
+template <Op K, typename T, typename A>
 A init_value() {
-  if constexpr (K == Op::Prod)
+  if constexpr (K == Op::Prod) {
     return A(1);
-  else if constexpr (K == Op::Max) {
+  } else if constexpr (K == Op::Max) {
     if constexpr (std::is_floating_point_v<A>)
       return -std::numeric_limits<A>::infinity();
     else
-      return std::numeric_limits<A>::lowest();
+      return A(std::numeric_limits<T>::lowest());
   } else if constexpr (K == Op::Min) {
     if constexpr (std::is_floating_point_v<A>)
       return std::numeric_limits<A>::infinity();
     else
-      return std::numeric_limits<A>::max();
-  } else
+      return A(std::numeric_limits<T>::max());
+  } else {
     return A(0);
+  }
 }
 
 template <typename A>
@@ -51,27 +53,29 @@ inline bool nan(A v) {
 
 template <Op K, typename A>
 inline void combine(A &acc, A v, double shift) {
-  if constexpr (K == Op::Sum || K == Op::Mean || K == Op::LogSum)
-    acc += v;
-  else if constexpr (K == Op::L1) {
+  if constexpr (K == Op::Sum || K == Op::Mean || K == Op::LogSum) {
+    acc = wrap_add(acc, v);
+  } else if constexpr (K == Op::L1) {
     if constexpr (std::is_unsigned_v<A>)
-      acc += v;
+      acc = wrap_add(acc, v);
     else
-      acc += v < A(0) ? A(0) - v : v;
-  } else if constexpr (K == Op::L2 || K == Op::SumSquare)
-    acc += v * v;
-  else if constexpr (K == Op::Prod)
-    acc *= v;
-  else if constexpr (K == Op::Max) {
+      acc = wrap_add(acc, v < A(0) ? wrap_mul(v, A(-1)) : v);
+  } else if constexpr (K == Op::L2 || K == Op::SumSquare) {
+    acc = wrap_add(acc, wrap_mul(v, v));
+  } else if constexpr (K == Op::Prod) {
+    acc = wrap_mul(acc, v);
+  } else if constexpr (K == Op::Max) {
     if (!nan(acc) && (v > acc || nan(v))) acc = v;  // NaN propagates, as in numpy
   } else if constexpr (K == Op::Min) {
     if (!nan(acc) && (v < acc || nan(v))) acc = v;
-  } else if constexpr (K == Op::LogSumExp)
+  } else if constexpr (K == Op::LogSumExp) {
     acc += std::exp(double(v) - shift);
+  }
 }
 
-// For T narrower than the bounds of A, Max/Min results of an empty set must be
-// clamped to T.
+// Integer results wrap to T like numpy's and onnxruntime's same-type accumulation; doubles
+// headed for an integer type (L2, LogSum of ints) are range-checked first, since casting an
+// out-of-range double is undefined.
 template <typename T, typename A>
 T to_output(A v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
@@ -79,9 +83,6 @@ T to_output(A v) {
       if (!(v == v)) return T(0);
       if (v <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
       if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    } else {
-      if (v < A(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-      if (v > A(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     }
     return static_cast<T>(v);
   } else {
@@ -106,13 +107,24 @@ void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) 
   for (int64_t d = 0; d < rank; ++d)
     if (reduced[size_t(d)]) os[size_t(d)] = 0;
   const T *in = x.data<T>();
-  std::vector<A> acc(size_t(n_out), init_value<K, A>());
+  std::vector<A> acc(size_t(n_out), init_value<K, T, A>());
   std::vector<double> shift(K == Op::LogSumExp ? size_t(n_out) : 0, 0.0);
 
   // Calls fn(input index, output index) over every input element.
+  // Reducing a trailing block of axes (ReduceMean over the hidden dim, the common case in
+  // transformer exports) is a plain double loop over contiguous rows.
+  int64_t first_reduced = rank;
+  while (first_reduced > 0 && reduced[size_t(first_reduced - 1)]) --first_reduced;
+  bool trailing = true;
+  for (int64_t d = 0; d < first_reduced; ++d) trailing = trailing && !reduced[size_t(d)];
   auto for_each = [&](auto &&fn) {
     const int64_t total = x.numel();
     if (total <= 0) return;
+    if (trailing) {
+      for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t j = 0; j < count; ++j) fn(o * count + j, o);
+      return;
+    }
     std::vector<int64_t> idx(size_t(rank), 0);
     int64_t o = 0;
     for (int64_t i = 0; i < total; ++i) {

@@ -44,10 +44,10 @@ Status apply(const KernelContext &ctx, Reduction red, const Tensor &upd, Tensor 
           C r = a;
           switch (red) {
             case Reduction::Add:
-              r = a + b;
+              r = wrap_add(a, b);
               break;
             case Reduction::Mul:
-              r = a * b;
+              r = wrap_mul(a, b);
               break;
             case Reduction::Max:
               r = std::max(a, b);

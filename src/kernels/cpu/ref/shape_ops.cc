@@ -120,13 +120,18 @@ Status range(KernelContext &ctx) {
         st = ctx.error(ErrorCode::INVALID_ARGUMENT, "Range ", start, "..", limit, " step ", delta, " is too long");
         return;
       }
-      n = std::max<int64_t>(int64_t(c), 0);
+      n = c > 0 ? int64_t(c) : 0;
     } else {
       // Exact integer ceil((limit - start) / delta), in 128 bits to avoid
       // overflow.
       const __int128 d = __int128(limit) - __int128(start), s = delta;
       __int128 c = 0;
       if ((d > 0 && s > 0) || (d < 0 && s < 0)) c = (d + s + (s > 0 ? -1 : 1)) / s;
+      if (c > (__int128(1) << 62)) {
+        st = ctx.error(ErrorCode::INVALID_ARGUMENT, "Range ", int64_t(start), "..", int64_t(limit), " step ",
+                       int64_t(delta), " is too long");
+        return;
+      }
       n = int64_t(c);
     }
     auto r = alloc_output(ctx, dt, {n});

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/tensor.h"
@@ -83,6 +84,23 @@ class ElemCopier {
 // real models.
 void strided_copy(const Tensor &src, int64_t src_base, const Dims &out_dims, const std::vector<int64_t> &src_strides,
                   Tensor &dst);
+
+// Integer + and * that wrap modulo 2^bits like the hardware (and numpy) instead of being
+// undefined behaviour on overflow; plain arithmetic for floating types.
+template <typename T>
+inline T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(uint64_t(a) + uint64_t(b));
+  else
+    return a + b;
+}
+template <typename T>
+inline T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(uint64_t(a) * uint64_t(b));
+  else
+    return a * b;
+}
 
 // Allocates an output tensor with checked size (dims may come from model
 // inputs).
