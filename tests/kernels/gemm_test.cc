@@ -18,17 +18,8 @@ namespace {
 using testing::attr_float;
 using testing::attr_int;
 using testing::KernelCall;
+using testing::make_call;
 using testing::run_kernel;
-
-// A kernel call with every field set (aggregate init with missing fields trips
-// -Wmissing-field-initializers).
-KernelCall make_call(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
 
 template <typename T>
 std::vector<T> random_vec(size_t n, uint32_t seed) {

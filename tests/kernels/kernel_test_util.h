@@ -22,6 +22,16 @@ struct KernelCall {
   std::string engine{kEngineRef};
 };
 
+// A call with the commonly varied fields set (aggregate initialization with fields left out
+// trips -Wmissing-field-initializers); set attrs/num_outputs on the result as needed.
+inline KernelCall make_call(std::string op, int opset, std::vector<Tensor> inputs) {
+  KernelCall c;
+  c.op_type = std::move(op);
+  c.opset = opset;
+  c.inputs = std::move(inputs);
+  return c;
+}
+
 inline Result<std::vector<Tensor>> run_kernel(const KernelCall& call) {
   DType dt = call.inputs.empty() || !call.inputs[0].defined() ? DType::Undefined : call.inputs[0].dtype();
   const KernelDef* def =

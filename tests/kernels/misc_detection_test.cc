@@ -9,20 +9,12 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 TEST(MiscNms, SuppressByIou) {
   Tensor boxes = Tensor::from_vector<float>({0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f,
                                              1, 11.1f, 0, 100, 1, 101},
                                             {1, 6, 4});
   Tensor scores = Tensor::from_vector<float>({0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f}, {1, 1, 6});
-  auto c = mk("NonMaxSuppression", 11,
+  auto c = make_call("NonMaxSuppression", 11,
               {boxes, scores, Tensor::from_vector<int64_t>({3}), Tensor::from_vector<float>({0.5f}),
                Tensor::from_vector<float>({0.0f})});
   auto r = run_kernel(c);
@@ -34,7 +26,7 @@ TEST(MiscNms, SuppressByIou) {
 }
 
 TEST(MiscNms, BadBoxesShape) {
-  auto c = mk("NonMaxSuppression", 11, {Tensor(DType::F32, {1, 6, 3}), Tensor(DType::F32, {1, 1, 6})});
+  auto c = make_call("NonMaxSuppression", 11, {Tensor(DType::F32, {1, 6, 3}), Tensor(DType::F32, {1, 1, 6})});
   auto r = run_kernel(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::SHAPE_MISMATCH);
@@ -59,7 +51,7 @@ TEST(MiscGridSample, ModesAndPadding) {
   Tensor x = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {1, 1, 2, 3});
   Tensor g = Tensor::from_vector<float>({-1, -1, 0.2f, 0.5f, 1.3f, -0.4f}, {1, 1, 3, 2});
   for (const auto& tc : cases) {
-    auto c = mk("GridSample", 16, {x, g});
+    auto c = make_call("GridSample", 16, {x, g});
     c.attrs["mode"] = attr_string(tc.mode);
     c.attrs["padding_mode"] = attr_string(tc.pad);
     c.attrs["align_corners"] = attr_int(tc.align);
@@ -74,7 +66,7 @@ TEST(MiscGridSample, ModesAndPadding) {
 TEST(MiscGridSample, NanGridReadsAsZeroPadding) {
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
   Tensor g = Tensor::from_vector<float>({NAN, 0.f, 0.f, 0.f}, {1, 1, 2, 2});
-  auto r = run_kernel(mk("GridSample", 16, {x, g}));
+  auto r = run_kernel(make_call("GridSample", 16, {x, g}));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r.value()[0].at_double(0), 0.0);
   EXPECT_NEAR(r.value()[0].at_double(1), 2.5, 1e-6);  // the centre averages all four pixels

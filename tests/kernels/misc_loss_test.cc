@@ -7,18 +7,10 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 Tensor scores() { return Tensor::from_vector<float>({1.0f, 2.0f, 0.5f, 0.1f, -1.0f, 3.0f}, {2, 3}); }
 
 TEST(MiscLoss, NllWeightedMean) {
-  KernelCall c = mk("NegativeLogLikelihoodLoss", 13,
+  KernelCall c = make_call("NegativeLogLikelihoodLoss", 13,
                {scores(), Tensor::from_vector<int64_t>({2, 1}), Tensor::from_vector<float>({0.2f, 0.5f, 1.5f})});
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -27,7 +19,7 @@ TEST(MiscLoss, NllWeightedMean) {
 }
 
 TEST(MiscLoss, NllNone) {
-  KernelCall c = mk("NegativeLogLikelihoodLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 1})});
+  KernelCall c = make_call("NegativeLogLikelihoodLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 1})});
   c.attrs["reduction"] = attr_string("none");
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -37,14 +29,14 @@ TEST(MiscLoss, NllNone) {
 }
 
 TEST(MiscLoss, NllTargetOutOfRangeIsAnError) {
-  KernelCall c = mk("NegativeLogLikelihoodLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 7})});
+  KernelCall c = make_call("NegativeLogLikelihoodLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 7})});
   auto r = run_kernel(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::INVALID_ARGUMENT);
 }
 
 TEST(MiscLoss, SceWeightedMeanAndLogProb) {
-  KernelCall c = mk("SoftmaxCrossEntropyLoss", 13,
+  KernelCall c = make_call("SoftmaxCrossEntropyLoss", 13,
                {scores(), Tensor::from_vector<int64_t>({2, 1}), Tensor::from_vector<float>({0.2f, 0.5f, 1.5f})});
   c.num_outputs = 2;
   auto r = run_kernel(c);
@@ -57,7 +49,7 @@ TEST(MiscLoss, SceWeightedMeanAndLogProb) {
 }
 
 TEST(MiscLoss, SceIgnoreIndexMean) {
-  KernelCall c = mk("SoftmaxCrossEntropyLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, -1})});
+  KernelCall c = make_call("SoftmaxCrossEntropyLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, -1})});
   c.attrs["ignore_index"] = attr_int(-1);
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -65,7 +57,7 @@ TEST(MiscLoss, SceIgnoreIndexMean) {
 }
 
 TEST(MiscLoss, SceBadTargetShape) {
-  KernelCall c = mk("SoftmaxCrossEntropyLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 1, 0})});
+  KernelCall c = make_call("SoftmaxCrossEntropyLoss", 13, {scores(), Tensor::from_vector<int64_t>({2, 1, 0})});
   auto r = run_kernel(c);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::SHAPE_MISMATCH);

@@ -6,16 +6,8 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 TEST(MiscQuantize, QuantizeLinearSaturatesAndRoundsHalfEven) {
-  auto c = mk("QuantizeLinear", 13,
+  auto c = make_call("QuantizeLinear", 13,
               {Tensor::from_vector<float>({0, 2, 3, 1000, -254, -1000}), Tensor::scalar<float>(2),
                Tensor::scalar<uint8_t>(128)});
   auto r = run_kernel(c);
@@ -27,7 +19,7 @@ TEST(MiscQuantize, QuantizeLinearSaturatesAndRoundsHalfEven) {
 
 TEST(MiscQuantize, DequantizeLinearPerAxis) {
   // x [1, 2, 2], axis 1: channel 0 scale 2 zp 1, channel 1 scale 0.5 zp 3.
-  auto c = mk("DequantizeLinear", 13,
+  auto c = make_call("DequantizeLinear", 13,
               {Tensor::from_vector<uint8_t>({1, 5, 3, 7}, {1, 2, 2}), Tensor::from_vector<float>({2, 0.5f}),
                Tensor::from_vector<uint8_t>({1, 3})});
   auto r = run_kernel(c);
@@ -37,7 +29,7 @@ TEST(MiscQuantize, DequantizeLinearPerAxis) {
 }
 
 TEST(MiscQuantize, DynamicQuantizeLinear) {
-  auto c = mk("DynamicQuantizeLinear", 11, {Tensor::from_vector<float>({0, 2, -3, -2.5f, 1.34f, 0.5f})});
+  auto c = make_call("DynamicQuantizeLinear", 11, {Tensor::from_vector<float>({0, 2, -3, -2.5f, 1.34f, 0.5f})});
   c.num_outputs = 3;
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -49,7 +41,7 @@ TEST(MiscQuantize, DynamicQuantizeLinear) {
 
 TEST(MiscQuantize, MatMulIntegerWithZeroPoints) {
   // (a - 1) @ (b - 2) with a = [[2, 3]], b = [[3], [4]]: [1, 2] . [1, 2] = 5.
-  auto c = mk("MatMulInteger", 10,
+  auto c = make_call("MatMulInteger", 10,
               {Tensor::from_vector<uint8_t>({2, 3}, {1, 2}), Tensor::from_vector<uint8_t>({3, 4}, {2, 1}),
                Tensor::scalar<uint8_t>(1), Tensor::scalar<uint8_t>(2)});
   auto r = run_kernel(c);
@@ -59,7 +51,7 @@ TEST(MiscQuantize, MatMulIntegerWithZeroPoints) {
 }
 
 TEST(MiscQuantize, ScaleShapeMismatchIsAnError) {
-  auto c = mk("DequantizeLinear", 13,
+  auto c = make_call("DequantizeLinear", 13,
               {Tensor::from_vector<uint8_t>({1, 5, 3, 7}, {1, 2, 2}), Tensor::from_vector<float>({2, 0.5f, 1}),
                Tensor::from_vector<uint8_t>({1, 3, 0})});
   auto r = run_kernel(c);
@@ -68,7 +60,7 @@ TEST(MiscQuantize, ScaleShapeMismatchIsAnError) {
 }
 
 TEST(MiscQuantize, QLinearMatMulEmptyScaleIsAnError) {
-  auto c = mk("QLinearMatMul", 10,
+  auto c = make_call("QLinearMatMul", 10,
               {Tensor::from_vector<uint8_t>({1}, {1, 1}), Tensor::scalar<float>(1), Tensor::scalar<uint8_t>(0),
                Tensor::from_vector<uint8_t>({1}, {1, 1}), Tensor::scalar<float>(1), Tensor::scalar<uint8_t>(0),
                Tensor(DType::F32, {0}), Tensor::scalar<uint8_t>(0)});
@@ -79,7 +71,7 @@ TEST(MiscQuantize, QLinearMatMulEmptyScaleIsAnError) {
 
 TEST(MiscQuantize, QuantizeLinearDividesInFloat) {
   // 0.5 / 0.019607844f is exactly 25.5 in float (rounds to even 26), 25.4999999 in double.
-  auto c = mk("QuantizeLinear", 13,
+  auto c = make_call("QuantizeLinear", 13,
               {Tensor::from_vector<float>({0.5f}), Tensor::scalar<float>(0.019607844f), Tensor::scalar<uint8_t>(153)});
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();

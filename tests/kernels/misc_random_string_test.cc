@@ -7,16 +7,8 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 TEST(MiscRandom, UniformLikeSeededIsReproducibleAndInRange) {
-  auto c = mk("RandomUniformLike", 15, {Tensor(DType::F32, {4, 5})});
+  auto c = make_call("RandomUniformLike", 15, {Tensor(DType::F32, {4, 5})});
   c.attrs["low"] = attr_float(2);
   c.attrs["high"] = attr_float(3);
   c.attrs["seed"] = attr_float(7);
@@ -32,7 +24,7 @@ TEST(MiscRandom, UniformLikeSeededIsReproducibleAndInRange) {
 }
 
 TEST(MiscRandom, BernoulliDegenerateProbabilities) {
-  auto r = run_kernel(mk("Bernoulli", 15, {Tensor::from_vector<double>({0, 1, 0, 1})}));
+  auto r = run_kernel(make_call("Bernoulli", 15, {Tensor::from_vector<double>({0, 1, 0, 1})}));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r.value()[0].dtype(), DType::F64);
   const double want[] = {0, 1, 0, 1};
@@ -40,7 +32,7 @@ TEST(MiscRandom, BernoulliDegenerateProbabilities) {
 }
 
 TEST(MiscString, StopwordsCaseInsensitiveUpper) {
-  auto c = mk("StringNormalizer", 10,
+  auto c = make_call("StringNormalizer", 10,
               {Tensor::from_vector<std::string>({"Monday", "tuesday", "wednesday", "Thursday"})});
   c.attrs["case_change_action"] = attr_string("UPPER");
   Attribute sw;
@@ -56,7 +48,7 @@ TEST(MiscString, StopwordsCaseInsensitiveUpper) {
 }
 
 TEST(MiscString, AllRemovedGivesOneEmptyString) {
-  auto c = mk("StringNormalizer", 10, {Tensor::from_vector<std::string>({"monday", "monday"})});
+  auto c = make_call("StringNormalizer", 10, {Tensor::from_vector<std::string>({"monday", "monday"})});
   c.attrs["is_case_sensitive"] = attr_int(1);
   Attribute sw;
   sw.type = AttrType::Strings;

@@ -6,21 +6,13 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 void expect_values(const Tensor& t, const Dims& dims, const std::vector<double>& want) {
   ASSERT_EQ(t.dims(), dims);
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.at_double(int64_t(i)), want[i], 1e-5) << "at " << i;
 }
 
 TEST(MiscResize, UpsampleScalesLinearHalfPixel) {
-  auto c = mk("Resize", 13,
+  auto c = make_call("Resize", 13,
               {Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}), Tensor(),
                Tensor::from_vector<float>({1, 1, 2, 2})});
   c.attrs["mode"] = attr_string("linear");
@@ -31,7 +23,7 @@ TEST(MiscResize, UpsampleScalesLinearHalfPixel) {
 }
 
 TEST(MiscResize, DownsampleScalesNearest) {
-  auto c = mk("Resize", 13,
+  auto c = make_call("Resize", 13,
               {Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 2, 4}), Tensor(),
                Tensor::from_vector<float>({1, 1, 0.6f, 0.6f})});
   auto r = run_kernel(c);
@@ -40,7 +32,7 @@ TEST(MiscResize, DownsampleScalesNearest) {
 }
 
 TEST(MiscResize, DownsampleLinearAlignCornersUsesUnflooredWidth) {
-  auto c = mk("Resize", 13,
+  auto c = make_call("Resize", 13,
               {Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 2, 4}), Tensor(),
                Tensor::from_vector<float>({1, 1, 0.6f, 0.6f})});
   c.attrs["mode"] = attr_string("linear");
@@ -51,7 +43,7 @@ TEST(MiscResize, DownsampleLinearAlignCornersUsesUnflooredWidth) {
 }
 
 TEST(MiscResize, UpsampleNearestRepeats) {
-  auto c = mk("Upsample", 9,
+  auto c = make_call("Upsample", 9,
               {Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}), Tensor::from_vector<float>({1, 1, 2, 3})});
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -60,7 +52,7 @@ TEST(MiscResize, UpsampleNearestRepeats) {
 }
 
 TEST(MiscResize, BothScalesAndSizesIsAnError) {
-  auto c = mk("Resize", 13,
+  auto c = make_call("Resize", 13,
               {Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}), Tensor(),
                Tensor::from_vector<float>({1, 1, 2, 2}), Tensor::from_vector<int64_t>({1, 1, 4, 4})});
   auto r = run_kernel(c);

@@ -8,14 +8,6 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 void expect_near(const Tensor& t, const Dims& d, const std::vector<float>& v) {
   ASSERT_EQ(t.dims(), d);
   for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(t.at_double(int64_t(i)), v[i], 1e-5) << i;
@@ -37,7 +29,7 @@ TEST(MiscRnn, BidirectionalGruLinearBeforeResetMatchesTorch) {
                                          0.135f, 0.288f, 0.024f, -0.425f, 0.28f, -0.06f, 0.225f, 0.48f, 0.04f,
                                          -0.155f, 0.268f, 0.064f, 0.235f, 0.388f, 0.124f},
                                         {2, 12});
-  auto c = mk("GRU", 14, {x, w, r, b});
+  auto c = make_call("GRU", 14, {x, w, r, b});
   c.attrs["direction"] = attr_string("bidirectional");
   c.attrs["hidden_size"] = attr_int(2);
   c.attrs["linear_before_reset"] = attr_int(1);
@@ -56,7 +48,7 @@ TEST(MiscRnn, BidirectionalGruLinearBeforeResetMatchesTorch) {
 
 TEST(MiscRnn, ReverseRnnWithSequenceLens) {
   Tensor x = Tensor::from_vector<float>({1, 0.5f, 2, -1, 3, 4}, {3, 2, 1});
-  auto c = mk("RNN", 14,
+  auto c = make_call("RNN", 14,
               {x, Tensor::from_vector<float>({1}, {1, 1, 1}), Tensor::from_vector<float>({0.5f}, {1, 1, 1}), Tensor(),
                Tensor::from_vector<int32_t>({3, 1})});
   c.attrs["direction"] = attr_string("reverse");
@@ -70,7 +62,7 @@ TEST(MiscRnn, ReverseRnnWithSequenceLens) {
 }
 
 TEST(MiscRnn, WrongWeightShapeIsAnError) {
-  auto c = mk("LSTM", 14,
+  auto c = make_call("LSTM", 14,
               {Tensor(DType::F32, {3, 2, 2}), Tensor(DType::F32, {1, 7, 2}), Tensor(DType::F32, {1, 8, 2})});
   auto res = run_kernel(c);
   ASSERT_FALSE(res.ok());

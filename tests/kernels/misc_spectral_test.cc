@@ -7,27 +7,19 @@
 namespace gearbox::testing {
 namespace {
 
-KernelCall mk(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
-
 void expect_near(const Tensor& t, const Dims& d, const std::vector<double>& v, double tol = 1e-5) {
   ASSERT_EQ(t.dims(), d);
   for (size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(t.at_double(int64_t(i)), v[i], tol) << i;
 }
 
 TEST(MiscSpectral, DftRealInput) {
-  auto r = run_kernel(mk("DFT", 17, {Tensor::from_vector<float>({1, 2, 0, -1}, {1, 4, 1})}));
+  auto r = run_kernel(make_call("DFT", 17, {Tensor::from_vector<float>({1, 2, 0, -1}, {1, 4, 1})}));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   expect_near(r.value()[0], {1, 4, 2}, {2, 0, 1, -3, 0, 0, 1, 3});
 }
 
 TEST(MiscSpectral, DftPaddedOnesided) {
-  auto c = mk("DFT", 17, {Tensor::from_vector<float>({1, 2, 0, -1}, {1, 4, 1}), Tensor::scalar<int64_t>(6)});
+  auto c = make_call("DFT", 17, {Tensor::from_vector<float>({1, 2, 0, -1}, {1, 4, 1}), Tensor::scalar<int64_t>(6)});
   c.attrs["onesided"] = attr_int(1);
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -35,7 +27,7 @@ TEST(MiscSpectral, DftPaddedOnesided) {
 }
 
 TEST(MiscSpectral, DftInverseComplex) {
-  auto c = mk("DFT", 17, {Tensor::from_vector<float>({1, 1, 2, 0, 0, -1}, {1, 3, 2})});
+  auto c = make_call("DFT", 17, {Tensor::from_vector<float>({1, 1, 2, 0, 0, -1}, {1, 3, 2})});
   c.attrs["inverse"] = attr_int(1);
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -43,7 +35,7 @@ TEST(MiscSpectral, DftInverseComplex) {
 }
 
 TEST(MiscSpectral, Stft) {
-  auto r = run_kernel(mk("STFT", 17,
+  auto r = run_kernel(make_call("STFT", 17,
                          {Tensor::from_vector<float>({1, 2, 0, -1}, {1, 4, 1}), Tensor::scalar<int64_t>(2), Tensor(),
                           Tensor::scalar<int64_t>(2)}));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -56,14 +48,14 @@ TEST(MiscSpectral, RoiAlign) {
   Tensor x = Tensor::from_vector<float>(img, {1, 1, 4, 4});
   Tensor rois = Tensor::from_vector<float>({0.5f, 0.5f, 3.0f, 2.5f}, {1, 4});
   Tensor bi = Tensor::from_vector<int64_t>({0});
-  auto c = mk("RoiAlign", 16, {x, rois, bi});
+  auto c = make_call("RoiAlign", 16, {x, rois, bi});
   c.attrs["output_height"] = attr_int(2);
   c.attrs["output_width"] = attr_int(2);
   c.attrs["sampling_ratio"] = attr_int(2);
   auto r = run_kernel(c);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   expect_near(r.value()[0], {1, 1, 2, 2}, {2.625, 3.875, 6.625, 7.875});
-  auto c10 = mk("RoiAlign", 10, {x, rois, bi});
+  auto c10 = make_call("RoiAlign", 10, {x, rois, bi});
   c10.attrs["output_height"] = attr_int(2);
   c10.attrs["output_width"] = attr_int(2);
   auto r10 = run_kernel(c10);
@@ -72,7 +64,7 @@ TEST(MiscSpectral, RoiAlign) {
 }
 
 TEST(MiscSpectral, RoiAlignBadBatchIndex) {
-  auto c = mk("RoiAlign", 16,
+  auto c = make_call("RoiAlign", 16,
               {Tensor(DType::F32, {1, 1, 4, 4}), Tensor::from_vector<float>({0, 0, 1, 1}, {1, 4}),
                Tensor::from_vector<int64_t>({3})});
   auto r = run_kernel(c);

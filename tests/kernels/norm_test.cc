@@ -17,17 +17,8 @@ using testing::attr_float;
 using testing::attr_int;
 using testing::attr_ints;
 using testing::KernelCall;
+using testing::make_call;
 using testing::run_kernel;
-
-// A kernel call with every field set (aggregate init with missing fields trips
-// -Wmissing-field-initializers).
-KernelCall make_call(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
 
 // x = arange(24).reshape(2,3,4) * 0.3 - 3
 std::vector<float> ramp() {

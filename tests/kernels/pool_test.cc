@@ -14,17 +14,8 @@ namespace {
 using testing::attr_int;
 using testing::attr_ints;
 using testing::KernelCall;
+using testing::make_call;
 using testing::run_kernel;
-
-// A kernel call with every field set (aggregate init with missing fields trips
-// -Wmissing-field-initializers).
-KernelCall make_call(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
 
 // x = (arange(30).reshape(1,1,5,6) * 7 % 11) - 5
 Tensor pool_input() {

@@ -14,17 +14,8 @@ namespace {
 
 using testing::attr_int;
 using testing::KernelCall;
+using testing::make_call;
 using testing::run_kernel;
-
-// A kernel call with every field set (aggregate init with missing fields trips
-// -Wmissing-field-initializers).
-KernelCall make_call(std::string op, int opset, std::vector<Tensor> inputs) {
-  KernelCall c;
-  c.op_type = std::move(op);
-  c.opset = opset;
-  c.inputs = std::move(inputs);
-  return c;
-}
 
 const std::vector<float> kX{1, 2, 3, 4, -1, 0.5f, 2, 10};  // shape [2, 4]
 
