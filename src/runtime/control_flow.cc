@@ -10,23 +10,11 @@
 #include <cstring>
 
 #include "graph/ir.h"
+#include "kernels/cpu/ref/shape_util.h"
 #include "kernels/kernel.h"
 
 namespace gearbox {
 namespace {
-
-// Copies element `src_i` of src into element `dst_i` of dst (same dtype), `n` elements.
-void copy_elems(const Tensor& src, int64_t src_i, Tensor& dst, int64_t dst_i, int64_t n) {
-  if (n <= 0) return;
-  if (src.dtype() == DType::String) {
-    for (int64_t k = 0; k < n; ++k)
-      dst.strings()[static_cast<size_t>(dst_i + k)] = src.strings()[static_cast<size_t>(src_i + k)];
-    return;
-  }
-  const size_t es = dtype_size(src.dtype());
-  std::memcpy(static_cast<char*>(dst.mutable_raw()) + static_cast<size_t>(dst_i) * es,
-              static_cast<const char*>(src.raw()) + static_cast<size_t>(src_i) * es, static_cast<size_t>(n) * es);
-}
 
 // The i-th slice of t along axis (that axis removed).
 Result<Tensor> slice_axis(const Tensor& t, size_t axis, int64_t i) {
@@ -39,7 +27,8 @@ Result<Tensor> slice_axis(const Tensor& t, size_t axis, int64_t i) {
   }
   GBX_ASSIGN_OR_RETURN(Tensor s, Tensor::allocate(t.dtype(), out));
   const int64_t len = t.dim(axis);
-  for (int64_t o = 0; o < outer; ++o) copy_elems(t, (o * len + i) * inner, s, o * inner, inner);
+  const ref::ElemCopier copy(t, s);
+  for (int64_t o = 0; o < outer; ++o) copy.run((o * len + i) * inner, o * inner, inner);
   return s;
 }
 
@@ -57,8 +46,10 @@ Result<Tensor> stack_axis(const std::vector<Tensor>& parts, size_t axis) {
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < f.rank(); ++d) (d < axis ? outer : inner) *= f.dim(d);
   GBX_ASSIGN_OR_RETURN(Tensor s, Tensor::allocate(f.dtype(), out));
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t o = 0; o < outer; ++o) copy_elems(parts[static_cast<size_t>(p)], o * inner, s, (o * n + p) * inner, inner);
+  for (int64_t p = 0; p < n; ++p) {
+    const ref::ElemCopier copy(parts[static_cast<size_t>(p)], s);
+    for (int64_t o = 0; o < outer; ++o) copy.run(o * inner, (o * n + p) * inner, inner);
+  }
   return s;
 }
 

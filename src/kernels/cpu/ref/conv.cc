@@ -156,14 +156,7 @@ Status conv_typed(KernelContext& ctx, const Tensor& x, const Tensor& w, const Te
       gemm_batched(s, T(1), batch.data(), static_cast<int64_t>(batch.size()), T(0));
     }
   }
-  if (bp) {
-#pragma omp parallel for schedule(static) if (n * m * out_plane > 32768)
-    for (int64_t pl = 0; pl < n * m; ++pl) {
-      const T bv = bp[pl % m];
-      T* yc = yp + pl * out_plane;
-      for (int64_t i = 0; i < out_plane; ++i) yc[i] += bv;
-    }
-  }
+  if (bp) nn::add_channel_bias(yp, bp, n, m, out_plane);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -80,14 +80,7 @@ Status conv_transpose_typed(KernelContext& ctx, const Tensor& x, const Tensor& w
     // Output channels of all groups are contiguous in both col and y.
     col2im<T>(col.data(), m, g, yp + i * m * out_plane);
   }
-  if (b) {
-    const T* bp = b->data<T>();
-    for (int64_t pl = 0; pl < n * m; ++pl) {
-      const T bv = bp[pl % m];
-      T* yc = yp + pl * out_plane;
-      for (int64_t j = 0; j < out_plane; ++j) yc[j] += bv;
-    }
-  }
+  if (b) nn::add_channel_bias(yp, b->data<T>(), n, m, out_plane);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

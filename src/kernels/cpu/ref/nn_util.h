@@ -208,4 +208,16 @@ inline int64_t product(const std::vector<int64_t>& v) {
   return p;
 }
 
+// The Conv/ConvTranspose bias epilogue: adds bias[c] to every element of channel plane c of
+// y, laid out [n, m, plane].
+template <typename T>
+inline void add_channel_bias(T* y, const T* bias, int64_t n, int64_t m, int64_t plane) {
+#pragma omp parallel for schedule(static) if (n * m * plane > 32768)
+  for (int64_t pl = 0; pl < n * m; ++pl) {
+    const T bv = bias[pl % m];
+    T* yc = y + pl * plane;
+    for (int64_t i = 0; i < plane; ++i) yc[i] += bv;
+  }
+}
+
 }  // namespace gearbox::ref::nn

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/ref/ref_util.h"
+#include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
@@ -30,18 +31,6 @@ Result<int64_t> position(const KernelContext& ctx, size_t i, int64_t n, int64_t 
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "position ", p, " is out of range [", lo, ", ", hi,
                      "] for a sequence of length ", n);
   return p < 0 ? p + n : p;
-}
-
-void copy_block(const Tensor& src, int64_t src_i, Tensor& dst, int64_t dst_i, int64_t n) {
-  if (n <= 0) return;
-  if (src.dtype() == DType::String) {
-    for (int64_t k = 0; k < n; ++k)
-      dst.strings()[static_cast<size_t>(dst_i + k)] = src.strings()[static_cast<size_t>(src_i + k)];
-    return;
-  }
-  const size_t es = dtype_size(src.dtype());
-  std::memcpy(static_cast<char*>(dst.mutable_raw()) + static_cast<size_t>(dst_i) * es,
-              static_cast<const char*>(src.raw()) + static_cast<size_t>(src_i) * es, static_cast<size_t>(n) * es);
 }
 
 Status sequence_empty(KernelContext& ctx) {
@@ -154,7 +143,8 @@ Status split_to_sequence(KernelContext& ctx) {
     Dims d = x.dims();
     d[static_cast<size_t>(axis)] = l;
     GBX_ASSIGN_OR_RETURN(Tensor part, Tensor::allocate(x.dtype(), d));
-    for (int64_t o = 0; o < outer; ++o) copy_block(x, (o * len + start) * inner, part, o * l * inner, l * inner);
+    const ElemCopier copy(x, part);
+    for (int64_t o = 0; o < outer; ++o) copy.run((o * len + start) * inner, o * l * inner, l * inner);
     if (squeeze) {
       d.erase(d.begin() + axis);
       part = part.reshaped(d);
@@ -207,7 +197,8 @@ Status concat_from_sequence(KernelContext& ctx) {
   int64_t off = 0;
   for (const Tensor& p : parts) {
     const int64_t l = p.dim(static_cast<size_t>(axis));
-    for (int64_t o = 0; o < outer; ++o) copy_block(p, o * l * inner, y, (o * total + off) * inner, l * inner);
+    const ElemCopier copy(p, y);
+    for (int64_t o = 0; o < outer; ++o) copy.run(o * l * inner, (o * total + off) * inner, l * inner);
     off += l;
   }
   ctx.set_output(0, std::move(y));
