@@ -1,0 +1,89 @@
+// ModelRunner: one served model. Requests are queued and run by a fixed set of worker threads;
+// with dynamic batching, a worker merges queued requests whose inputs differ only in the first
+// (symbolic) dimension into one model run of up to max_batch rows, and splits the outputs back.
+// Queue time, compute time and batch sizes go to the model's metrics.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/session.h"
+#include "serve/metrics.h"
+
+namespace gearbox::serve {
+
+struct RunnerOptions {
+  int workers = 1;             // model runs in flight at once
+  int intra_op_threads = 0;    // threads per run; 0: GEARBOX_NUM_THREADS, else OpenMP's default
+  int max_batch = 1;           // rows per merged run; 1 disables dynamic batching
+  int64_t batch_timeout_us = 0;  // how long the first request of a batch waits for more
+};
+
+struct InferOutcome {
+  std::vector<Tensor> outputs;  // in the model's output order
+  double queue_seconds = 0;
+  double compute_seconds = 0;
+  int64_t batch_rows = 0;  // rows of the model run that served the request
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(std::string name, std::string version, std::unique_ptr<Session> session, RunnerOptions options,
+              ModelMetrics* metrics);
+  ~ModelRunner();
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& version() const { return version_; }
+  const Session& session() const { return *session_; }
+  ModelMetrics& metrics() const { return *metrics_; }
+  // True when the model's inputs all have a symbolic first dimension and max_batch > 1.
+  bool batching() const { return batching_; }
+
+  // The checks Session::run makes (names, dtypes, fixed dims, missing inputs), done before a
+  // request is queued so that a bad request never joins a batch.
+  Status check(const std::map<std::string, Tensor>& inputs) const;
+  // Queues the request and blocks until it has run. SERVE_SHUTTING_DOWN after shutdown().
+  Result<InferOutcome> infer(std::map<std::string, Tensor> inputs);
+  // Runs what is queued, then stops the workers.
+  void shutdown();
+
+ private:
+  struct Job {
+    std::map<std::string, Tensor> inputs;
+    int64_t rows = 0;         // first-dim size shared by every input; 0: not batchable
+    std::string signature;    // dtypes and trailing dims: jobs merge only with equal ones
+    double enqueued = 0;
+    std::promise<Result<InferOutcome>> done;
+  };
+  using JobPtr = std::unique_ptr<Job>;
+
+  void worker_loop(int worker);
+  void collect_batch(std::unique_lock<std::mutex>& lock, std::vector<JobPtr>* batch);
+  void run_jobs(std::vector<JobPtr>& batch, int worker);
+  Result<std::vector<Tensor>> run_timed(const std::map<std::string, Tensor>& inputs, int worker, double* seconds);
+  void run_one(Job& job, int worker, double start);
+  bool run_merged(std::vector<JobPtr>& batch, int worker, double start);
+
+  std::string name_, version_;
+  std::unique_ptr<Session> session_;
+  RunnerOptions options_;
+  ModelMetrics* metrics_;
+  bool batching_ = false;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobPtr> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace gearbox::serve

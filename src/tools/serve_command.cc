@@ -1,0 +1,152 @@
+// `gearbox serve --model NAME=PATH ...`: the KServe v2 REST inference server (src/serve/).
+// Loads the models, binds the ports, prints where it listens, and serves until SIGTERM/SIGINT,
+// then stops accepting, drains the requests in flight and exits 0.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "base/logging.h"
+#include "serve/server.h"
+#include "tools/commands.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct ServeOptions {
+  std::vector<std::string> models;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  int metrics_port = 8002;
+  int threads = 0;
+  int workers = 1;
+  int http_threads = 32;
+  int max_batch = 1;
+  int64_t batch_timeout_us = 1000;
+  int64_t max_request_bytes = 64ll << 20;
+  std::string auth_token_file;
+};
+
+bool is_loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+Result<std::string> read_token(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return make_error(ErrorCode::FILE_NOT_FOUND, "cannot open --auth-token-file '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(token.begin());
+  if (token.empty()) return make_error(ErrorCode::FILE_EMPTY, "--auth-token-file '", path, "' holds no token");
+  return token;
+}
+
+int serve(const ServeOptions& o) {
+  // Block the stop signals before any thread exists, so every thread inherits the mask and
+  // only the watcher below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  if (o.workers < 1 || o.max_batch < 1 || o.batch_timeout_us < 0 || o.max_request_bytes < 1 || o.http_threads < 1 ||
+      o.port < 0 || o.port > 65535 || o.metrics_port < -1 || o.metrics_port > 65535)
+    return report(make_error(ErrorCode::USAGE,
+                             "--workers, --max-batch, --http-threads and --max-request-bytes must be >= 1, "
+                             "--batch-timeout-us >= 0, ports 0..65535 (--metrics-port -1 disables metrics)"));
+  serve::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.metrics_port = o.metrics_port;
+  so.http_threads = o.http_threads;
+  so.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
+  if (!o.auth_token_file.empty()) {
+    auto token = read_token(o.auth_token_file);
+    if (!token.ok()) return report(token.status());
+    so.auth_token = *token;
+  }
+  if (!is_loopback(o.host) && so.auth_token.empty())
+    GBX_LOG_WARN("SERVE", "listening on {} without --auth-token-file: anyone who can reach it can run the models", o.host);
+
+  serve::Metrics metrics;
+  std::vector<std::unique_ptr<serve::ModelRunner>> runners;
+  for (const auto& spec : o.models) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return report(make_error(ErrorCode::USAGE, "--model '", spec, "' must be NAME=PATH"));
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    if (name.find('/') != std::string::npos)
+      return report(make_error(ErrorCode::USAGE, "--model name '", name, "' must not contain '/'"));
+    for (const auto& r : runners)
+      if (r->name() == name) return report(make_error(ErrorCode::USAGE, "--model name '", name, "' is given twice"));
+    SessionOptions sess;
+    sess.threads = o.threads;
+    auto session = Session::load(path, sess);
+    if (!session.ok()) return report(session.status().with_context("--model " + name + ": "));
+    serve::RunnerOptions ro;
+    ro.workers = o.workers;
+    ro.intra_op_threads = o.threads;
+    ro.max_batch = o.max_batch;
+    ro.batch_timeout_us = o.batch_timeout_us;
+    const std::string version = "1";
+    auto& mm = metrics.add_model(name, version, "cpu", ro.workers);
+    runners.push_back(std::make_unique<serve::ModelRunner>(name, version, std::move(session).value(), ro, &mm));
+  }
+
+  serve::Server server(so, std::move(runners), &metrics);
+  if (Status st = server.bind(); !st.ok()) return report(st);
+  std::cout << "gearbox serve: listening on http://" << o.host << ":" << server.port();
+  if (server.metrics_port() >= 0) std::cout << ", metrics on http://" << o.host << ":" << server.metrics_port() << "/metrics";
+  std::cout << std::endl;
+
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    bool signalled = false;
+    timespec tick{0, 100 * 1000 * 1000};
+    while (!finished) {
+      int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if (sig > 0 && !signalled) {
+        signalled = true;
+        GBX_LOG_INFO("SERVE", "signal {}: no new connections; draining requests in flight", sig);
+      }
+      // Repeated until run() returns: a stop() that lands before the listen loop has started
+      // would otherwise be lost.
+      if (signalled) server.stop();
+    }
+  });
+  server.run();
+  finished = true;
+  watcher.join();
+  std::cout << "gearbox serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, std::function<int()>* action) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve models over the KServe v2 REST protocol, with Prometheus metrics");
+  sub->add_option("--model", o->models, "NAME=PATH of a model to serve (.onnx; repeatable)")->required();
+  sub->add_option("--host", o->host, "Address to listen on (default 127.0.0.1; other addresses must be asked for)");
+  sub->add_option("--port", o->port, "Inference port (default 8000; 0 picks a free one)");
+  sub->add_option("--metrics-port", o->metrics_port, "Prometheus /metrics port (default 8002; 0 picks one, -1 none)");
+  sub->add_option("--threads", o->threads, "Threads per model run (default: GEARBOX_NUM_THREADS, else all cores)");
+  sub->add_option("--workers", o->workers, "Model runs in flight at once per model (default 1)");
+  sub->add_option("--http-threads", o->http_threads, "Connections served at once (default 32)");
+  sub->add_option("--max-batch", o->max_batch,
+                  "Dynamic batching: merge concurrent requests up to this many rows (default 1: off)");
+  sub->add_option("--batch-timeout-us", o->batch_timeout_us,
+                  "Dynamic batching: how long a request waits for others to join its batch (default 1000)");
+  sub->add_option("--max-request-bytes", o->max_request_bytes, "Largest request body accepted (default 64 MiB)");
+  sub->add_option("--auth-token-file", o->auth_token_file,
+                  "Require 'Authorization: Bearer <token>' with the token in this file");
+  sub->callback([o, action] { *action = [o] { return serve(*o); }; });
+}
+
+}  // namespace gearbox::cli
