@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   gearbox::cli::add_run_command(app, &action);
   gearbox::cli::add_explain_command(app, &action);
   gearbox::cli::add_demo_command(app, &action);
+  gearbox::cli::add_smi_command(app, &action);
+  gearbox::cli::add_doctor_command(app, &action);
   gearbox::cli::add_serve_command(app, &action);
   try {
     app.parse(argc, argv);

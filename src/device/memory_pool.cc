@@ -1,0 +1,283 @@
+#include "device/memory_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/logging.h"
+
+namespace gearbox::device {
+
+Result<std::unique_ptr<MemoryPool>> MemoryPool::create(size_t capacity, size_t min_block) {
+  if (min_block < 64 || !std::has_single_bit(min_block))
+    return make_error(ErrorCode::DEVICE_MEMORY_INVALID, "minimum block ", min_block,
+                      " bytes is not a power of two >= 64");
+  capacity = capacity / min_block * min_block;
+  if (capacity == 0)
+    return make_error(ErrorCode::DEVICE_MEMORY_INVALID, "pool capacity must be at least one block (",
+                      min_block, " bytes)");
+  std::unique_ptr<MemoryPool> pool(new MemoryPool());
+  // Reserve kMaxAlign extra so the base can be aligned to kMaxAlign: every block is then
+  // aligned to min(its size, kMaxAlign) in absolute terms.
+  pool->mapping_bytes_ = capacity + kMaxAlign;
+  void* m = mmap(nullptr, pool->mapping_bytes_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return make_error(ErrorCode::POOL_RESERVE_FAILED, "mmap of ", format_bytes(capacity), " failed: ",
+                      std::strerror(errno));
+  pool->mapping_ = m;
+  auto addr = reinterpret_cast<uintptr_t>(m);
+  pool->base_ = reinterpret_cast<uint8_t*>((addr + kMaxAlign - 1) & ~(uintptr_t{kMaxAlign} - 1));
+  pool->capacity_ = capacity;
+  pool->min_block_ = min_block;
+  pool->min_shift_ = std::countr_zero(min_block);
+  pool->free_.resize(PoolStats::kMaxOrders);
+  // Split the capacity into power-of-two roots, largest first, so each root's offset is a
+  // multiple of its size (buddy arithmetic then works inside each root).
+  size_t units = capacity >> pool->min_shift_, offset = 0;
+  for (int k = PoolStats::kMaxOrders - 1; k >= 0; --k) {
+    if (units & (size_t{1} << k)) {
+      pool->roots_.emplace_back(offset, k);
+      pool->free_[k].insert(offset);
+      offset += min_block << k;
+    }
+  }
+  pool->stats_.capacity = capacity;
+  pool->stats_.min_block = min_block;
+  GBX_LOG_DEBUG("MEM_ALLOC", "pool reserved {} at {} ({} roots)", format_bytes(capacity),
+                static_cast<void*>(pool->base_), pool->roots_.size());
+  return pool;
+}
+
+MemoryPool::~MemoryPool() {
+  if (!live_.empty())
+    GBX_LOG_WARN("MEM_ALLOC", "pool destroyed with {} live allocations ({})", live_.size(),
+                 format_bytes(stats_.used));
+  if (mapping_) munmap(mapping_, mapping_bytes_);
+}
+
+int MemoryPool::order_for(size_t bytes, size_t align) const {
+  size_t need = std::max({bytes, align, min_block_, size_t{1}});
+  if (need > (size_t{1} << 62)) return -1;
+  size_t block = std::bit_ceil(need);
+  int order = std::countr_zero(block) - min_shift_;
+  return order < PoolStats::kMaxOrders ? order : -1;
+}
+
+size_t MemoryPool::block_size_for(size_t bytes, size_t align) const {
+  int order = order_for(bytes, align);
+  return order < 0 ? 0 : min_block_ << order;
+}
+
+int MemoryPool::root_order_at(size_t offset) const {
+  for (const auto& [root_offset, order] : roots_)
+    if (offset >= root_offset && offset < root_offset + (min_block_ << order)) return order;
+  return -1;
+}
+
+size_t MemoryPool::largest_free_locked() const {
+  for (int k = PoolStats::kMaxOrders - 1; k >= 0; --k)
+    if (!free_[k].empty()) return min_block_ << k;
+  return 0;
+}
+
+Status MemoryPool::failure_locked(size_t bytes, size_t align, int order) const {
+  size_t free_bytes = capacity_ - stats_.used;
+  size_t largest = largest_free_locked();
+  double frag = free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(largest) / static_cast<double>(free_bytes);
+  std::ostringstream os;
+  os << "cannot allocate " << bytes << " bytes (" << format_bytes(bytes) << ", block "
+     << (order < 0 ? std::string("larger than any block") : format_bytes(min_block_ << order))
+     << ", alignment " << align << ") from the " << format_bytes(capacity_) << " device pool: total free "
+     << free_bytes << " bytes (" << format_bytes(free_bytes) << "), largest free block " << largest << " bytes ("
+     << format_bytes(largest) << "), fragmentation " << std::fixed;
+  os.precision(1);
+  os << frag * 100 << "%, " << live_.size() << " live allocations using " << format_bytes(stats_.used);
+  // "Enough in total" is judged against what the caller asked for: the caller cannot see the
+  // buddy rounding, and reporting it as fragmentation points at the right fix.
+  ErrorCode code = bytes <= free_bytes && order >= 0 ? ErrorCode::POOL_FRAGMENTED : ErrorCode::POOL_EXHAUSTED;
+  return Status(code, os.str());
+}
+
+Result<void*> MemoryPool::allocate(size_t bytes, size_t align) {
+  if (align == 0 || !std::has_single_bit(align) || align > kMaxAlign)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "pool alignment ", align,
+                      " is not a power of two up to ", kMaxAlign);
+  int order = order_for(bytes, align);
+  std::lock_guard<std::mutex> lock(mu_);
+  int k = order;
+  if (k >= 0)
+    while (k < PoolStats::kMaxOrders && free_[k].empty()) ++k;
+  if (order < 0 || k >= PoolStats::kMaxOrders) {
+    ++stats_.failed_count;
+    Status s = failure_locked(bytes, align, order);
+    GBX_LOG_DEBUG("MEM_ALLOC", "{}", s.to_string());
+    return s;
+  }
+  // Take the lowest-addressed block of the smallest sufficient order, split it down.
+  size_t offset = *free_[k].begin();
+  free_[k].erase(free_[k].begin());
+  while (k > order) {
+    --k;
+    free_[k].insert(offset + (min_block_ << k));  // the upper half stays free
+  }
+  live_.emplace(offset, Live{order, bytes});
+  size_t block = min_block_ << order;
+  stats_.used += block;
+  stats_.requested += bytes;
+  stats_.peak_used = std::max(stats_.peak_used, stats_.used);
+  ++stats_.alloc_count;
+  ++stats_.histogram[order];
+  return static_cast<void*>(base_ + offset);
+}
+
+Status MemoryPool::release(void* p) {
+  if (p == nullptr) return Status::OK();
+  auto* bp = static_cast<uint8_t*>(p);
+  if (bp < base_ || bp >= base_ + capacity_)
+    return make_error(ErrorCode::POOL_INVALID_FREE, "pointer ", p, " lies outside the pool [",
+                      static_cast<void*>(base_), ", +", capacity_, ")");
+  size_t offset = static_cast<size_t>(bp - base_);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(offset);
+  if (it == live_.end())
+    return make_error(ErrorCode::POOL_INVALID_FREE, "pointer ", p, " (offset ", offset,
+                      ") is not the start of a live allocation");
+  int order = it->second.order;
+  stats_.used -= min_block_ << order;
+  stats_.requested -= it->second.requested;
+  ++stats_.free_count;
+  live_.erase(it);
+  // Merge with the buddy while it is free and the merged block stays inside the root.
+  int root_order = root_order_at(offset);
+  while (order < root_order) {
+    size_t buddy = offset ^ (min_block_ << order);
+    auto b = free_[order].find(buddy);
+    if (b == free_[order].end()) break;
+    free_[order].erase(b);
+    offset = std::min(offset, buddy);
+    ++order;
+  }
+  free_[order].insert(offset);
+  return Status::OK();
+}
+
+void MemoryPool::deallocate(void* p) {
+  Status s = release(p);
+  if (!s.ok()) GBX_LOG_ERROR("MEM_ALLOC", "{}", s.to_string());
+}
+
+bool MemoryPool::owns(const void* p) const {
+  auto* bp = static_cast<const uint8_t*>(p);
+  return bp >= base_ && bp < base_ + capacity_;
+}
+
+PoolStats MemoryPool::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PoolStats s = stats_;
+  s.free = capacity_ - s.used;
+  s.largest_free = largest_free_locked();
+  s.fragmentation = s.free == 0 ? 0.0 : 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free);
+  s.live_allocations = live_.size();
+  for (int k = 0; k < PoolStats::kMaxOrders; ++k) s.free_blocks[k] = free_[k].size();
+  return s;
+}
+
+Result<size_t> parse_memory_size(const std::string& text) {
+  auto bad = [&] {
+    return make_error(ErrorCode::DEVICE_MEMORY_INVALID, "'", text,
+                      "' is not a memory size (examples: 4G, 512M, 65536)");
+  };
+  if (text.empty()) return bad();
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (...) {
+    return bad();
+  }
+  std::string suffix = text.substr(pos);
+  if (!suffix.empty() && (suffix.back() == 'B' || suffix.back() == 'b')) suffix.pop_back();
+  if (suffix.size() == 2 && (suffix[1] == 'i' || suffix[1] == 'I')) suffix.pop_back();  // "GiB"
+  double scale = 1;
+  if (suffix.size() > 1) return bad();
+  if (suffix.size() == 1) {
+    switch (suffix[0]) {
+      case 'k': case 'K': scale = 1024.0; break;
+      case 'm': case 'M': scale = 1024.0 * 1024; break;
+      case 'g': case 'G': scale = 1024.0 * 1024 * 1024; break;
+      case 't': case 'T': scale = 1024.0 * 1024 * 1024 * 1024; break;
+      default: return bad();
+    }
+  }
+  double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes < 1 || bytes > 9.0e18) return bad();
+  return static_cast<size_t>(bytes);
+}
+
+std::string format_bytes(size_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  std::ostringstream os;
+  if (u == 0) {
+    os << bytes << " B";
+  } else {
+    os.setf(std::ios::fixed);
+    os.precision(2);
+    os << v << " " << units[u];
+  }
+  return os.str();
+}
+
+SystemMemory system_memory() {
+  SystemMemory m;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kb;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") m.total = kb * 1024;
+    if (key == "MemAvailable:") m.available = kb * 1024;
+  }
+  return m;
+}
+
+Result<size_t> default_pool_capacity() {
+  if (const char* env = std::getenv("GEARBOX_DEVICE_MEMORY"); env && *env) {
+    auto r = parse_memory_size(env);
+    if (!r.ok()) return r.status().with_context("GEARBOX_DEVICE_MEMORY: ");
+    return r;
+  }
+  size_t ram = system_memory().total;
+  size_t cap = size_t{8} << 30;
+  if (ram != 0) cap = std::min(cap, ram / 2);
+  return cap;
+}
+
+Result<MemoryPool*> default_pool() {
+  static std::mutex mu;
+  // Never destroyed: buffers drawn from it may outlive other static objects at exit.
+  static MemoryPool* pool = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (pool) return pool;
+  GBX_ASSIGN_OR_RETURN(size_t cap, default_pool_capacity());
+  GBX_ASSIGN_OR_RETURN(auto created, MemoryPool::create(cap));
+  pool = created.release();
+  return pool;
+}
+
+}  // namespace gearbox::device

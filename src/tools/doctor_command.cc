@@ -1,0 +1,294 @@
+// `gearbox doctor [MODEL] [--json]`: checks this machine and environment against what this
+// build (and a model) needs, one PASS/WARN/FAIL line each, every non-PASS line with its fix.
+// Exit code 1 when any check FAILs.
+//
+// A model states the CPU features it was compiled for in its metadata under the key
+// `gearbox.required_isa` (comma-separated, e.g. "avx512f,avx512bw"); an .onnx without it
+// needs nothing beyond the build.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "device/calibration.h"
+#include "device/device.h"
+#include "device/runtime_libraries.h"
+#include "tools/commands.h"
+
+extern char** environ;
+
+namespace gearbox::cli {
+namespace {
+
+using namespace gearbox::device;
+
+struct DoctorOptions {
+  std::string model;
+  bool json = false;
+};
+
+struct Check {
+  std::string status;  // PASS, WARN, FAIL
+  std::string name;
+  std::string detail;
+  std::string fix;
+};
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string part; std::getline(ss, part, ',');) {
+    part.erase(0, part.find_first_not_of(" \t"));
+    part.erase(part.find_last_not_of(" \t") + 1);
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+Check check_build_isa(const Capabilities& caps) {
+  std::vector<std::string> need = build_required_isa(), missing;
+  for (const auto& f : need)
+    if (!caps.has(f)) missing.push_back(f);
+  if (!missing.empty())
+    return {"FAIL", "cpu.build_isa",
+            "this build was compiled for " + join(need) + " but the CPU lacks " + join(missing) +
+                (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)"),
+            "Rebuild gearbox on this machine without -march flags for a newer CPU (make build), or run on a CPU with " +
+                join(missing)};
+  return {"PASS", "cpu.build_isa", "the CPU has every feature this build targets (" + join(need) + ")", ""};
+}
+
+Check check_fast_isa(const Capabilities& caps) {
+  if (caps.has("avx512f")) {
+    std::string extra = caps.has("avx512_bf16") || caps.has("amx_bf16") ? " with native bf16" : " without native bf16";
+    return {"PASS", "cpu.vector_isa", "AVX-512 available" + extra, ""};
+  }
+  if (caps.has("avx2") && caps.has("fma"))
+    return {"PASS", "cpu.vector_isa", "AVX2 + FMA available (no AVX-512: optimized kernels use 256-bit vectors)", ""};
+  return {"WARN", "cpu.vector_isa", "no AVX2/FMA: only the portable reference kernels run at full correctness, slowly",
+          "Run on an x86-64 CPU with AVX2 and FMA (2013 or later) for usable speed"};
+}
+
+std::vector<Check> check_model(const std::string& path, const Capabilities& caps) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return {{"FAIL", "model.open", "cannot open " + path, "Check the path and its permissions (ls -l " + path + ")"}};
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in) || !m.has_graph())
+    return {{"FAIL", "model.parse", path + " is not an ONNX model (compiled .gbm files are checked once the .gbm format lands)",
+             "Pass the exported .onnx model; gearbox explain 2001 describes the fix for a corrupt file"}};
+  std::vector<std::string> need;
+  for (const auto& p : m.metadata_props())
+    if (p.key() == "gearbox.required_isa") need = split(p.value());
+  if (need.empty())
+    return {{"PASS", "model.isa", path + " declares no CPU feature requirement", ""}};
+  std::vector<std::string> missing;
+  for (const auto& f : need)
+    if (!caps.has(f)) missing.push_back(f);
+  if (!missing.empty())
+    return {{"FAIL", "model.isa",
+             path + " was compiled for " + join(need) + " but the CPU lacks " + join(missing) +
+                 (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)"),
+             "Recompile the model for this machine (gearbox compile on this CPU, or for a baseline target), "
+             "or run it on a CPU with " + join(missing)}};
+  return {{"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""}};
+}
+
+std::vector<Check> check_libraries() {
+  std::vector<Check> out;
+  for (const auto& l : runtime_libraries()) {
+    std::string name = "library." + l.name;
+    std::string build = l.build_version.empty() ? "unknown" : l.build_version;
+    if (l.name == "oneDNN" && !l.loaded) {
+      out.push_back({"WARN", name, "built against " + build + "; " + l.note,
+                     "Install oneDNN (scripts/install-deps.sh installs libdnnl-dev) so the oneDNN engine can load"});
+    } else if (!l.match) {
+      out.push_back({"FAIL", name,
+                     "built against " + build + " (" + l.build_path + "), running with " + l.runtime_version + " (" +
+                         l.runtime_path + "); " + l.note,
+                     "Rebuild gearbox against the installed library (make build), or remove the other copy from "
+                     "LD_LIBRARY_PATH"});
+    } else {
+      std::string at_run = l.loaded ? ", running with " + l.runtime_version + " (" + l.runtime_path + ")" : "";
+      out.push_back({"PASS", name, "built against " + build + at_run + "; " + l.note, ""});
+    }
+  }
+  return out;
+}
+
+std::vector<Check> check_environment(const Capabilities& caps) {
+  static const std::set<std::string> known{"GEARBOX_NUM_THREADS", "GEARBOX_OP_PATH",   "GEARBOX_LOG_LEVEL",
+                                           "GEARBOX_LOG_FILE",    "GEARBOX_DEVICE_MEMORY",
+                                           "GEARBOX_SIMULATE_MISSING_ISA"};
+  std::vector<Check> out;
+  std::vector<std::string> seen;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e, key = kv.substr(0, kv.find('='));
+    if (key.rfind("GEARBOX_", 0) == 0 || key.rfind("OMP_", 0) == 0) seen.push_back(kv);
+    if (key.rfind("GEARBOX_", 0) == 0 && !known.count(key))
+      out.push_back({"WARN", "env." + key, key + " is not a variable gearbox reads (misspelt?)",
+                     "Unset it or use one of: " + join({known.begin(), known.end()})});
+  }
+  out.insert(out.begin(), {"PASS", "env.variables", seen.empty() ? "no GEARBOX_* or OMP_* variables set" : join(seen, " "), ""});
+
+  if (std::string t = env("GEARBOX_NUM_THREADS"); !t.empty() &&
+      (t.find_first_not_of("0123456789") != std::string::npos || std::atoi(t.c_str()) <= 0))
+    out.push_back({"FAIL", "env.GEARBOX_NUM_THREADS", "'" + t + "' is not a positive integer",
+                   "Set GEARBOX_NUM_THREADS to a thread count such as " + std::to_string(caps.physical_cores)});
+  std::string gt = env("GEARBOX_NUM_THREADS"), ot = env("OMP_NUM_THREADS");
+  if (!gt.empty() && !ot.empty() && gt != ot)
+    out.push_back({"WARN", "env.threads_conflict",
+                   "GEARBOX_NUM_THREADS=" + gt + " and OMP_NUM_THREADS=" + ot + " disagree: gearbox uses GEARBOX_NUM_THREADS "
+                   "for its sessions, while OpenMP code outside gearbox uses OMP_NUM_THREADS",
+                   "Set only GEARBOX_NUM_THREADS, or give both the same value"});
+  if (std::string lvl = env("GEARBOX_LOG_LEVEL");
+      !lvl.empty() && !std::set<std::string>{"debug", "info", "warn", "error", "off"}.count(lvl))
+    out.push_back({"WARN", "env.GEARBOX_LOG_LEVEL", "'" + lvl + "' is not a log level", "Use debug, info, warn, error or off"});
+  if (std::string mem = env("GEARBOX_DEVICE_MEMORY"); !mem.empty()) {
+    auto r = parse_memory_size(mem);
+    if (!r.ok()) {
+      out.push_back({"FAIL", "env.GEARBOX_DEVICE_MEMORY", r.status().to_string(), std::string(error_info(r.status().code()).fix)});
+    } else if (*r > caps.memory_bytes && caps.memory_bytes > 0) {
+      out.push_back({"WARN", "env.GEARBOX_DEVICE_MEMORY",
+                     mem + " (" + format_bytes(*r) + ") exceeds the machine's RAM (" + format_bytes(caps.memory_bytes) +
+                         "): allocations near the cap will be killed by the OOM killer instead of failing cleanly",
+                     "Set GEARBOX_DEVICE_MEMORY below the RAM, e.g. " + format_bytes(caps.memory_bytes / 2)});
+    }
+  }
+  if (!caps.simulated_missing.empty())
+    out.push_back({"WARN", "env.GEARBOX_SIMULATE_MISSING_ISA",
+                   "simulating a CPU without " + join(caps.simulated_missing) + ": the results describe that CPU, not this one",
+                   "Unset GEARBOX_SIMULATE_MISSING_ISA for a real diagnosis"});
+  return out;
+}
+
+Check check_threads(const Capabilities& caps) {
+  cpu_set_t set;
+  int allowed = caps.logical_cores;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = CPU_COUNT(&set);
+  std::string src = "GEARBOX_NUM_THREADS";
+  std::string t = env("GEARBOX_NUM_THREADS");
+  if (t.empty()) {
+    src = "OMP_NUM_THREADS";
+    t = env("OMP_NUM_THREADS");
+  }
+  int threads = t.empty() ? allowed : std::atoi(t.c_str());
+  std::string detail = std::to_string(threads) + " threads (" + (t.empty() ? std::string("default: all allowed CPUs") : src) +
+                       ") on " + std::to_string(caps.logical_cores) + " logical / " + std::to_string(caps.physical_cores) +
+                       " physical cores, " + std::to_string(allowed) + " allowed by the affinity mask";
+  if (threads > allowed)
+    return {"WARN", "threads", detail + ": oversubscribed, threads will time-slice",
+            "Set GEARBOX_NUM_THREADS=" + std::to_string(allowed) + " or fewer"};
+  return {"PASS", "threads", detail, ""};
+}
+
+Check check_op_path() {
+  std::string p = env("GEARBOX_OP_PATH");
+  if (p.empty()) return {"PASS", "op_plugins", "GEARBOX_OP_PATH not set: no custom-op plugins are loaded", ""};
+  std::vector<std::string> bad;
+  int libs = 0;
+  std::stringstream ss(p);
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    std::error_code ec;
+    if (dir.empty()) continue;
+    if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), R_OK | X_OK) != 0) {
+      bad.push_back(dir);
+      continue;
+    }
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".so") ++libs;
+  }
+  if (!bad.empty())
+    return {"FAIL", "op_plugins", "GEARBOX_OP_PATH names folders that do not exist or cannot be read: " + join(bad),
+            "Fix GEARBOX_OP_PATH (a colon-separated list of folders holding plugin .so files)"};
+  return {"PASS", "op_plugins", "GEARBOX_OP_PATH=" + p + ": " + std::to_string(libs) + " plugin libraries found", ""};
+}
+
+Check check_log_dir() {
+  std::string file = env("GEARBOX_LOG_FILE");
+  std::filesystem::path dir = file.empty() ? std::filesystem::path(calibration_cache_path()).parent_path()
+                                           : std::filesystem::path(file).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::filesystem::path probe = dir / (".gearbox_doctor_" + std::to_string(getpid()));
+  bool ok = static_cast<bool>(std::ofstream(probe) << "ok");
+  std::filesystem::remove(probe, ec);
+  std::string what = file.empty() ? "cache/log folder " : "GEARBOX_LOG_FILE folder ";
+  if (!ok)
+    return {"FAIL", "log_dir", what + dir.string() + " is not writable",
+            "Create it with write permission, or point GEARBOX_LOG_FILE (or XDG_CACHE_HOME) at a writable folder"};
+  return {"PASS", "log_dir", what + dir.string() + " is writable", ""};
+}
+
+Check check_pool() {
+  auto cap = default_pool_capacity();
+  if (!cap.ok()) return {"FAIL", "device.pool", cap.status().to_string(), std::string(error_info(cap.status().code()).fix)};
+  return {"PASS", "device.pool", "device memory pool capacity " + format_bytes(*cap) +
+                                     (env("GEARBOX_DEVICE_MEMORY").empty() ? " (default: half the RAM, at most 8 GiB)"
+                                                                           : " (GEARBOX_DEVICE_MEMORY)"), ""};
+}
+
+int doctor(const DoctorOptions& o) {
+  const Capabilities& caps = devices().front()->capabilities();
+  std::vector<Check> checks;
+  checks.push_back({"PASS", "device", "cpu:0 " + caps.model + ", " + std::to_string(caps.logical_cores) + " logical cores", ""});
+  checks.push_back(check_build_isa(caps));
+  checks.push_back(check_fast_isa(caps));
+  if (!o.model.empty())
+    for (auto& c : check_model(o.model, caps)) checks.push_back(c);
+  for (auto& c : check_libraries()) checks.push_back(c);
+  for (auto& c : check_environment(caps)) checks.push_back(c);
+  checks.push_back(check_threads(caps));
+  checks.push_back(check_op_path());
+  checks.push_back(check_log_dir());
+  checks.push_back(check_pool());
+  int pass = 0, warn = 0, fail = 0;
+  for (const auto& c : checks) (c.status == "PASS" ? pass : c.status == "WARN" ? warn : fail)++;
+  if (o.json) {
+    nlohmann::json j;
+    j["checks"] = nlohmann::json::array();
+    for (const auto& c : checks)
+      j["checks"].push_back({{"status", c.status}, {"name", c.name}, {"detail", c.detail}, {"fix", c.fix}});
+    j["summary"] = {{"pass", pass}, {"warn", warn}, {"fail", fail}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& c : checks) {
+      std::cout << c.status << "  " << c.name << ": " << c.detail << "\n";
+      if (!c.fix.empty()) std::cout << "      fix: " << c.fix << "\n";
+    }
+    std::cout << pass << " passed, " << warn << " warnings, " << fail << " failed\n";
+  }
+  return fail > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, std::function<int()>* action) {
+  auto o = std::make_shared<DoctorOptions>();
+  CLI::App* sub = app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
+  sub->add_option("model", o->model, "A model (.onnx) to check against this machine");
+  sub->add_flag("--json", o->json, "Print the checks as JSON");
+  sub->callback([o, action] { *action = [o] { return doctor(*o); }; });
+}
+
+}  // namespace gearbox::cli

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Structure tests for `gearbox smi` and `gearbox doctor`.
+
+usage: check_smi_doctor.py GEARBOX_BINARY WORK_DIR
+
+Checks that smi's JSON has every documented field with the right types (and that the
+pool and system-memory figures agree with each other and with /proc/meminfo), that --watch
+emits one JSON document per refresh, that --calibrate fills and caches the peaks, and that
+doctor prints PASS/WARN/FAIL lines with fixes and FAILs for a simulated missing ISA
+feature, for a model compiled for a missing one, and for broken settings.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+GBX, WORK = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(args, env_extra=None, expect_rc=None):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("GEARBOX_") or k.startswith("OMP_"):
+            del env[k]
+    env["XDG_CACHE_HOME"] = os.path.join(WORK, "cache")
+    env.update(env_extra or {})
+    p = subprocess.run([GBX] + args, capture_output=True, text=True, env=env, timeout=120)
+    if expect_rc is not None:
+        check(p.returncode == expect_rc, f"{args} {env_extra}: exit {p.returncode}, expected {expect_rc}\n{p.stderr}")
+    return p
+
+
+shutil.rmtree(WORK, ignore_errors=True)
+os.makedirs(WORK)
+
+# ---- smi ------------------------------------------------------------------------------
+p = run(["smi", "--json"], expect_rc=0)
+doc = json.loads(p.stdout)
+for key in ["timestamp", "devices", "system_memory", "temperatures"]:
+    check(key in doc, f"smi: field {key}")
+check(len(doc["devices"]) >= 1, "smi: at least one device")
+dev = doc["devices"][0]
+for key, typ in [("name", str), ("kind", str), ("index", int), ("vendor", str), ("model", str),
+                 ("logical_cores", int), ("physical_cores", int), ("memory_bytes", int), ("caches", list),
+                 ("isa", dict), ("simulated_missing_isa", list), ("calibration_cache", str), ("pool", dict)]:
+    check(isinstance(dev.get(key), typ), f"smi: device field {key} is {typ.__name__}")
+check(dev["name"] == "cpu:0" and dev["kind"] == "cpu", "smi: first device is cpu:0")
+for flag in ["sse2", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "amx_tile", "fma", "f16c"]:
+    check(isinstance(dev["isa"].get(flag), bool), f"smi: isa flag {flag}")
+check(dev["isa"]["sse2"] is True, "smi: an x86-64 CPU has sse2")
+check(dev["peaks"] is None, "smi: not calibrated in a fresh cache")
+pool = dev["pool"]
+for key in ["capacity_bytes", "used_bytes", "free_bytes", "largest_free_block_bytes", "fragmentation",
+            "peak_used_bytes", "live_allocations", "allocations", "frees", "failed_allocations",
+            "block_size_histogram"]:
+    check(key in pool, f"smi: pool field {key}")
+check(pool["used_bytes"] + pool["free_bytes"] == pool["capacity_bytes"], "smi: used + free == capacity")
+with open("/proc/meminfo") as f:
+    total_kb = int(next(l for l in f if l.startswith("MemTotal:")).split()[1])
+check(doc["system_memory"]["total_bytes"] == total_kb * 1024, "smi: system memory total matches /proc/meminfo")
+check(pool["capacity_bytes"] == min(total_kb * 1024 // 2, 8 << 30) // 256 * 256, "smi: default pool capacity")
+check(isinstance(doc["temperatures"], list), "smi: temperatures is a list")
+
+p = run(["smi", "--json"], {"GEARBOX_DEVICE_MEMORY": "3M"}, expect_rc=0)
+check(json.loads(p.stdout)["devices"][0]["pool"]["capacity_bytes"] == 3 << 20, "smi: GEARBOX_DEVICE_MEMORY=3M")
+p = run(["smi"], {"GEARBOX_DEVICE_MEMORY": "lots"}, expect_rc=1)
+check("GBX-E7004 DEVICE_MEMORY_INVALID" in p.stderr, "smi: bad GEARBOX_DEVICE_MEMORY is GBX-E7004")
+
+p = run(["smi", "--json", "--watch", "0.05", "--count", "3"], expect_rc=0)
+lines = [l for l in p.stdout.splitlines() if l.strip()]
+check(len(lines) == 3, f"smi --watch --count 3: {len(lines)} documents")
+for l in lines:
+    check("devices" in json.loads(l), "smi --watch: each line is a JSON document")
+
+p = run(["smi", "--json", "--calibrate", "--calibrate-ms", "20"], expect_rc=0)
+peaks = json.loads(p.stdout)["devices"][0]["peaks"]
+check(peaks is not None and peaks["fp32_gflops"] > 0 and peaks["bandwidth_gbs"] > 0, "smi --calibrate: peaks measured")
+check((peaks["bf16_gflops"] is not None) == dev["isa"]["avx512_bf16"], "smi --calibrate: bf16 measured iff avx512_bf16")
+check(os.path.exists(os.path.join(WORK, "cache", "gearbox", "calibration.json")), "smi --calibrate: cache written")
+p = run(["smi", "--json"], expect_rc=0)
+check(json.loads(p.stdout)["devices"][0]["peaks"] == peaks, "smi: reads the cached peaks back")
+p = run(["smi"], expect_rc=0)
+for word in ["cpu:0", "isa", "peaks", "memory pool", "fragmentation", "system memory", "temperatures"]:
+    check(word in p.stdout, f"smi text: mentions {word}")
+run(["smi", "--watch", "-1"], expect_rc=1)
+
+# ---- doctor -----------------------------------------------------------------------------
+def doctor(args=None, env=None, rc=None):
+    p = run(["doctor", "--json"] + (args or []), env, expect_rc=rc)
+    d = json.loads(p.stdout)
+    for c in d["checks"]:
+        check(c["status"] in ("PASS", "WARN", "FAIL"), f"doctor: status of {c['name']}")
+        check(c["status"] == "PASS" or c["fix"], f"doctor: {c['name']} ({c['status']}) has a fix")
+    counts = {s: sum(c["status"] == s for c in d["checks"]) for s in ("PASS", "WARN", "FAIL")}
+    check(d["summary"] == {"pass": counts["PASS"], "warn": counts["WARN"], "fail": counts["FAIL"]}, "doctor: summary counts")
+    return {c["name"]: c for c in d["checks"]}
+
+
+checks = doctor(rc=0)
+for name in ["device", "cpu.build_isa", "cpu.vector_isa", "library.oneDNN", "library.protobuf", "library.onnx",
+             "env.variables", "threads", "op_plugins", "log_dir", "device.pool"]:
+    check(name in checks, f"doctor: check {name}")
+check(checks["cpu.build_isa"]["status"] == "PASS", "doctor: build ISA passes on the build machine")
+check(checks["library.protobuf"]["status"] == "PASS", "doctor: protobuf loaded is the one linked")
+
+checks = doctor(env={"GEARBOX_SIMULATE_MISSING_ISA": "sse2"}, rc=1)
+check(checks["cpu.build_isa"]["status"] == "FAIL" and "sse2" in checks["cpu.build_isa"]["detail"],
+      "doctor: FAIL for a simulated missing build feature")
+check(checks["env.GEARBOX_SIMULATE_MISSING_ISA"]["status"] == "WARN", "doctor: warns that simulation is on")
+
+# A model compiled for avx512f (declared in its metadata).
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+helper.set_model_props(m, {"gearbox.required_isa": "avx512f,avx512bw"})
+model_path = os.path.join(WORK, "avx512_model.onnx")
+onnx.save(m, model_path)
+checks = doctor([model_path], {"GEARBOX_SIMULATE_MISSING_ISA": "avx512f"}, rc=1)
+check(checks["model.isa"]["status"] == "FAIL" and "avx512f" in checks["model.isa"]["detail"],
+      "doctor: FAIL for a model compiled for a missing feature")
+has512 = dev["isa"]["avx512f"] and dev["isa"]["avx512bw"]
+checks = doctor([model_path], rc=0 if has512 else 1)
+check(checks["model.isa"]["status"] == ("PASS" if has512 else "FAIL"), "doctor: model ISA matches the machine")
+helper.set_model_props(m, {})
+del m.metadata_props[:]
+plain = os.path.join(WORK, "plain.onnx")
+onnx.save(m, plain)
+check(doctor([plain], rc=0)["model.isa"]["status"] == "PASS", "doctor: a model without requirements passes")
+bad = os.path.join(WORK, "bad.onnx")
+with open(bad, "wb") as f:
+    f.write(b"\x00garbage")
+check(doctor([bad], rc=1)["model.parse"]["status"] == "FAIL", "doctor: FAIL for an unreadable model")
+
+checks = doctor(env={"GEARBOX_NUM_THREADS": "4", "OMP_NUM_THREADS": "8", "GEARBOX_OP_PATH": "/nonexistent/dir",
+                     "GEARBOX_DEVICE_MEMORY": "lots", "GEARBOX_NUM_THREDS": "2",
+                     "GEARBOX_LOG_FILE": "/proc/nonexistent/gearbox.log"}, rc=1)
+check(checks["env.threads_conflict"]["status"] == "WARN", "doctor: GEARBOX_NUM_THREADS vs OMP_NUM_THREADS conflict")
+check(checks["op_plugins"]["status"] == "FAIL", "doctor: missing op-plugin folder")
+check(checks["env.GEARBOX_DEVICE_MEMORY"]["status"] == "FAIL", "doctor: invalid GEARBOX_DEVICE_MEMORY")
+check(checks["device.pool"]["status"] == "FAIL", "doctor: pool cannot be sized")
+check(checks["env.GEARBOX_NUM_THREDS"]["status"] == "WARN", "doctor: unknown GEARBOX_ variable (typo)")
+check(checks["log_dir"]["status"] == "FAIL", "doctor: unwritable log folder")
+check(checks["threads"]["status"] in ("PASS", "WARN"), "doctor: thread check present")
+checks = doctor(env={"GEARBOX_NUM_THREADS": "999"}, rc=0)
+check(checks["threads"]["status"] == "WARN" and "oversubscribed" in checks["threads"]["detail"],
+      "doctor: oversubscribed threads")
+
+p = run(["doctor"], {"GEARBOX_SIMULATE_MISSING_ISA": "sse2"}, expect_rc=1)
+lines = p.stdout.splitlines()
+check(any(l.startswith("FAIL  cpu.build_isa") for l in lines), "doctor text: FAIL line")
+check(any(l.strip().startswith("fix: ") for l in lines), "doctor text: fix lines")
+
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,282 @@
+// MemoryPool: random alloc/free sequences checked against an independent model of the
+// region (one flag per minimum block), the fragmentation scenario behind "out of memory
+// with enough free memory", bad frees, threads, and the size parser.
+#include "device/memory_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace gearbox::device {
+namespace {
+
+constexpr size_t kMin = 256;
+
+// The reference: which minimum-size units are taken, and the roots the capacity splits into
+// (largest power of two first). With complete coalescing, the largest block a buddy
+// allocator can hand out is the largest aligned power-of-two run of free units inside one
+// root; so the model predicts success, the largest free block and every statistic without
+// sharing code with the pool.
+struct Model {
+  explicit Model(size_t capacity) : units(capacity / kMin, false) {
+    size_t n = units.size(), off = 0;
+    for (int k = 62; k >= 0; --k)
+      if (n & (size_t{1} << k)) {
+        roots.push_back({off, size_t{1} << k});
+        off += size_t{1} << k;
+      }
+  }
+  static size_t block_units(size_t bytes, size_t align) {
+    size_t need = std::max({bytes, align, kMin});
+    size_t b = kMin;
+    while (b < need) b <<= 1;
+    return b / kMin;
+  }
+  bool run_free(size_t first, size_t n) const {
+    for (size_t i = first; i < first + n; ++i)
+      if (units[i]) return false;
+    return true;
+  }
+  size_t largest_free_units() const {
+    size_t best = 0;
+    for (auto [off, size] : roots)
+      for (size_t b = size; b > best; b >>= 1)
+        for (size_t s = off; s < off + size; s += b)
+          if (run_free(s, b)) {
+            best = std::max(best, b);
+            break;
+          }
+    return best;
+  }
+  size_t used_units() const { return static_cast<size_t>(std::count(units.begin(), units.end(), true)); }
+  std::vector<bool> units;
+  std::vector<std::pair<size_t, size_t>> roots;  // (first unit, units)
+};
+
+struct Alloc {
+  uint8_t* p;
+  size_t bytes, units;
+  uint8_t tag;
+};
+
+void random_sequence(size_t capacity, unsigned seed, int steps) {
+  auto pool_r = MemoryPool::create(capacity, kMin);
+  ASSERT_TRUE(pool_r.ok()) << pool_r.status().to_string();
+  MemoryPool& pool = **pool_r;
+  const auto* base = static_cast<const uint8_t*>(pool.base());
+  Model m(capacity);
+  std::mt19937 rng(seed);
+  std::vector<Alloc> live;
+  uint64_t allocs = 0, frees = 0, failures = 0;
+  size_t peak = 0, requested = 0;
+  std::map<size_t, uint64_t> hist;  // block units -> successful allocations
+  for (int step = 0; step < steps; ++step) {
+    if (live.empty() || rng() % 100 < 55) {
+      // Sizes spread over 1 B .. capacity/2 on a log scale, so every order gets traffic.
+      int shift = static_cast<int>(rng() % 20);
+      size_t bytes = (size_t{1} << shift) + rng() % ((size_t{1} << shift) + 1);
+      bytes = std::min(bytes, capacity / 2 + rng() % 7);
+      size_t align = size_t{1} << (rng() % 13);  // 1 .. 4096
+      size_t b = Model::block_units(bytes, align);
+      size_t free_bytes = capacity - m.used_units() * kMin;
+      bool expect_ok = m.largest_free_units() >= b;
+      auto r = pool.allocate(bytes, align);
+      ASSERT_EQ(r.ok(), expect_ok) << "step " << step << " bytes " << bytes << " align " << align;
+      if (!r.ok()) {
+        ++failures;
+        ASSERT_EQ(r.status().code(),
+                  bytes <= free_bytes ? ErrorCode::POOL_FRAGMENTED : ErrorCode::POOL_EXHAUSTED);
+        continue;
+      }
+      auto* p = static_cast<uint8_t*>(*r);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u);
+      ASSERT_GE(p, base);
+      size_t first = static_cast<size_t>(p - base);
+      ASSERT_EQ(first % (b * kMin), 0u) << "block not aligned to its size";
+      first /= kMin;
+      ASSERT_LE(first + b, m.units.size());
+      for (size_t u = first; u < first + b; ++u) {
+        ASSERT_FALSE(m.units[u]) << "block overlaps a live block at unit " << u;
+        m.units[u] = true;
+      }
+      live.push_back({p, bytes, b, static_cast<uint8_t>(rng())});
+      std::memset(p, live.back().tag, bytes);
+      ++allocs;
+      requested += bytes;
+      ++hist[b];
+      peak = std::max(peak, m.used_units() * kMin);
+    } else {
+      size_t i = rng() % live.size();
+      Alloc a = live[i];
+      for (size_t j = 0; j < a.bytes; ++j) ASSERT_EQ(a.p[j], a.tag) << "allocation overwritten";
+      ASSERT_TRUE(pool.release(a.p).ok());
+      size_t first = static_cast<size_t>(a.p - base) / kMin;
+      for (size_t u = first; u < first + a.units; ++u) m.units[u] = false;
+      live.erase(live.begin() + static_cast<long>(i));
+      ++frees;
+      requested -= a.bytes;
+    }
+    PoolStats s = pool.stats();
+    size_t used = m.used_units() * kMin, free_bytes = capacity - used, largest = m.largest_free_units() * kMin;
+    ASSERT_EQ(s.capacity, capacity);
+    ASSERT_EQ(s.used, used);
+    ASSERT_EQ(s.free, free_bytes);
+    ASSERT_EQ(s.largest_free, largest) << "step " << step << ": free blocks not fully coalesced";
+    ASSERT_DOUBLE_EQ(s.fragmentation, free_bytes == 0 ? 0.0 : 1.0 - double(largest) / double(free_bytes));
+    ASSERT_EQ(s.alloc_count, allocs);
+    ASSERT_EQ(s.free_count, frees);
+    ASSERT_EQ(s.failed_count, failures);
+    ASSERT_EQ(s.peak_used, peak);
+    ASSERT_EQ(s.requested, requested);
+    ASSERT_EQ(s.live_allocations, live.size());
+    for (int k = 0; k < PoolStats::kMaxOrders; ++k) {
+      auto it = hist.find(size_t{1} << k);
+      ASSERT_EQ(s.histogram[k], it == hist.end() ? 0u : it->second) << "order " << k;
+    }
+  }
+  ASSERT_GT(allocs, 0u);
+  for (const Alloc& a : live) ASSERT_TRUE(pool.release(a.p).ok());
+  // Everything merged back: one free block per root.
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.used, 0u);
+  EXPECT_EQ(s.largest_free, m.roots.front().second * kMin);
+  EXPECT_EQ(s.fragmentation, capacity == s.largest_free ? 0.0 : 1.0 - double(s.largest_free) / double(capacity));
+  uint64_t blocks = 0;
+  for (auto n : s.free_blocks) blocks += n;
+  EXPECT_EQ(blocks, m.roots.size());
+}
+
+TEST(MemoryPool, RandomSequencesMatchReferencePowerOfTwo) {
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    random_sequence(size_t{1} << 20, seed, 1500);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(MemoryPool, RandomSequencesMatchReferenceOddCapacity) {
+  // 1 MiB + 256 KiB + 768 B: three roots that must never merge with each other.
+  for (unsigned seed = 11; seed <= 13; ++seed) {
+    random_sequence((size_t{1} << 20) + (size_t{1} << 18) + 3 * kMin, seed, 1500);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// "Out of memory while the monitor shows free memory": half the pool is free, but only in
+// 256 KiB pieces, so a 300 KiB request cannot be served.
+TEST(MemoryPool, FragmentationScenarioExplainsItself) {
+  auto pool = std::move(MemoryPool::create(size_t{1} << 20, kMin)).value();
+  std::vector<void*> quarter;
+  for (int i = 0; i < 4; ++i) quarter.push_back(pool->allocate(256 * 1024).value());
+  pool->deallocate(quarter[0]);
+  pool->deallocate(quarter[2]);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.free, 512u * 1024);
+  EXPECT_EQ(s.largest_free, 256u * 1024);
+  EXPECT_DOUBLE_EQ(s.fragmentation, 0.5);
+
+  auto r = pool->allocate(300 * 1024);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::POOL_FRAGMENTED);
+  const std::string msg = r.status().message();
+  EXPECT_NE(msg.find("cannot allocate 307200 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("total free 524288 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("largest free block 262144 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fragmentation 50.0%"), std::string::npos) << msg;
+  // The fix comes from the catalogue and names the remedies.
+  const std::string help = r.status().to_string_with_help();
+  EXPECT_NE(help.find("GBX-E7002 POOL_FRAGMENTED"), std::string::npos) << help;
+  EXPECT_NE(help.find("planned arena"), std::string::npos) << help;
+  EXPECT_NE(help.find("fixed batch"), std::string::npos) << help;
+  EXPECT_NE(help.find("GEARBOX_DEVICE_MEMORY"), std::string::npos) << help;
+  EXPECT_EQ(pool->stats().failed_count, 1u);
+
+  // Exhausted: more than the total free.
+  auto big = pool->allocate(600 * 1024);
+  EXPECT_EQ(big.status().code(), ErrorCode::POOL_EXHAUSTED);
+  EXPECT_NE(big.status().message().find("total free 524288 bytes"), std::string::npos);
+
+  // Freeing a neighbour coalesces: the 512 KiB lower half is whole again.
+  pool->deallocate(quarter[1]);
+  auto ok = pool->allocate(300 * 1024);
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(*ok, quarter[0]);
+  pool->deallocate(*ok);
+  pool->deallocate(quarter[3]);
+  EXPECT_EQ(pool->stats().largest_free, size_t{1} << 20);
+}
+
+TEST(MemoryPool, BadFreesAreErrors) {
+  auto pool = std::move(MemoryPool::create(size_t{1} << 16, kMin)).value();
+  void* p = pool->allocate(1000).value();
+  int outside = 0;
+  EXPECT_EQ(pool->release(&outside).code(), ErrorCode::POOL_INVALID_FREE);
+  EXPECT_EQ(pool->release(static_cast<char*>(p) + 256).code(), ErrorCode::POOL_INVALID_FREE);
+  EXPECT_TRUE(pool->release(p).ok());
+  EXPECT_EQ(pool->release(p).code(), ErrorCode::POOL_INVALID_FREE);  // double free
+  EXPECT_TRUE(pool->release(nullptr).ok());
+  EXPECT_EQ(pool->stats().free_count, 1u);
+  EXPECT_EQ(pool->allocate(8, 3).status().code(), ErrorCode::INVALID_ARGUMENT);
+  EXPECT_EQ(pool->allocate(size_t{1} << 17).status().code(), ErrorCode::POOL_EXHAUSTED);
+  EXPECT_EQ(pool->allocate(SIZE_MAX).status().code(), ErrorCode::POOL_EXHAUSTED);
+  EXPECT_EQ(MemoryPool::create(100, 256).status().code(), ErrorCode::DEVICE_MEMORY_INVALID);
+  EXPECT_EQ(MemoryPool::create(4096, 100).status().code(), ErrorCode::DEVICE_MEMORY_INVALID);
+}
+
+TEST(MemoryPool, ConcurrentAllocFreeKeepsBlocksDisjoint) {
+  auto pool = std::move(MemoryPool::create(size_t{1} << 22, kMin)).value();
+  std::vector<std::thread> threads;
+  std::atomic<int> corrupt{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < 2000; ++i) {
+        size_t n = 1 + rng() % 20000;
+        auto r = pool->allocate(n);
+        if (!r.ok()) continue;
+        auto* p = static_cast<uint8_t*>(*r);
+        std::memset(p, t + 1, n);
+        for (size_t j = 0; j < n; j += 97)
+          if (p[j] != t + 1) ++corrupt;
+        pool->deallocate(p);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(corrupt.load(), 0);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.used, 0u);
+  EXPECT_EQ(s.alloc_count, s.free_count);
+  EXPECT_EQ(s.largest_free, size_t{1} << 22);
+}
+
+TEST(MemoryPool, ParsesSizes) {
+  EXPECT_EQ(parse_memory_size("4G").value(), size_t{4} << 30);
+  EXPECT_EQ(parse_memory_size("512M").value(), size_t{512} << 20);
+  EXPECT_EQ(parse_memory_size("64k").value(), size_t{64} << 10);
+  EXPECT_EQ(parse_memory_size("1.5GiB").value(), size_t{3} << 29);
+  EXPECT_EQ(parse_memory_size("65536").value(), 65536u);
+  for (const char* bad : {"", "G", "4X", "-1G", "0", "4GG", "nan", "1e30T"})
+    EXPECT_EQ(parse_memory_size(bad).status().code(), ErrorCode::DEVICE_MEMORY_INVALID) << bad;
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(size_t{3} << 29), "1.50 GiB");
+}
+
+TEST(MemoryPool, DefaultCapacityFollowsEnvironment) {
+  setenv("GEARBOX_DEVICE_MEMORY", "3M", 1);
+  EXPECT_EQ(default_pool_capacity().value(), size_t{3} << 20);
+  setenv("GEARBOX_DEVICE_MEMORY", "lots", 1);
+  auto bad = default_pool_capacity();
+  EXPECT_EQ(bad.status().code(), ErrorCode::DEVICE_MEMORY_INVALID);
+  EXPECT_NE(bad.status().message().find("GEARBOX_DEVICE_MEMORY"), std::string::npos);
+  unsetenv("GEARBOX_DEVICE_MEMORY");
+  size_t ram = system_memory().total;
+  ASSERT_GT(ram, 0u);
+  EXPECT_EQ(default_pool_capacity().value(), std::min(ram / 2, size_t{8} << 30));
+}
+
+}  // namespace
+}  // namespace gearbox::device
