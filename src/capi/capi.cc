@@ -1,0 +1,468 @@
+// The C API (include/gearbox/gearbox.h) over Session, Tensor and the device layer.
+//
+// Every entry point catches everything: a C caller cannot handle a C++ exception, so an
+// escaping one becomes INTERNAL with its what() text. Failures set a thread-local last
+// error that gbx_last_error_message() returns.
+#include "gearbox/gearbox.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/device.h"
+#include "graph/onnx_importer.h"
+#include "runtime/session.h"
+
+using gearbox::ErrorCode;
+using gearbox::Result;
+using gearbox::Status;
+using gearbox::Tensor;
+
+struct gbx_context_s {
+  gearbox::device::Device* device = nullptr;
+};
+
+struct gbx_model_s {
+  std::shared_ptr<const gearbox::Session> session;
+  // Backing storage for the gbx_io_desc pointers.
+  struct Io {
+    std::string name;
+    int32_t dtype = 0, rank = -1;
+    std::vector<int64_t> dims;
+    std::vector<std::string> dim_names;
+    std::vector<const char*> dim_name_ptrs;
+  };
+  std::vector<Io> inputs, outputs;
+};
+
+struct gbx_tensor_s {
+  Tensor tensor;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+thread_local gbx_status t_last_code = GBX_OK;
+thread_local gearbox::device::DeviceKind t_kind = gearbox::device::DeviceKind::CPU;
+thread_local int t_index = 0;
+
+gbx_status fail(const Status& s) {
+  t_last_error = s.to_string();
+  t_last_code = static_cast<gbx_status>(s.code());
+  return t_last_code;
+}
+
+gbx_status ok() {
+  return GBX_OK;
+}
+
+gbx_status invalid(const std::string& what) {
+  return fail(Status(ErrorCode::API_INVALID_ARGUMENT, what));
+}
+
+// Runs body, turning an escaping exception into INTERNAL.
+template <typename Fn>
+gbx_status guarded(Fn&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(Status(ErrorCode::OUT_OF_MEMORY, "out of memory in the C API"));
+  } catch (const std::exception& e) {
+    return fail(Status(ErrorCode::INTERNAL, std::string("exception in the C API: ") + e.what()));
+  } catch (...) {
+    return fail(Status(ErrorCode::INTERNAL, "unknown exception in the C API"));
+  }
+}
+
+gbx_model_s::Io describe_io(const gearbox::IoInfo& info) {
+  gbx_model_s::Io io;
+  io.name = info.name;
+  io.dtype = static_cast<int32_t>(info.type.dtype);
+  if (info.type.kind == gearbox::ValueType::Kind::Tensor && info.type.shape.ranked) {
+    io.rank = static_cast<int32_t>(info.type.shape.rank());
+    for (const auto& d : info.type.shape.dims) {
+      io.dims.push_back(d.known() ? d.value : -1);
+      io.dim_names.push_back(d.symbol);
+    }
+  }
+  for (const auto& n : io.dim_names) io.dim_name_ptrs.push_back(n.c_str());
+  return io;
+}
+
+gbx_status make_model(Result<std::unique_ptr<gearbox::Session>> session, gbx_model* out) {
+  if (!session.ok()) return fail(session.status());
+  auto m = std::make_unique<gbx_model_s>();
+  m->session = std::move(session).value();
+  for (const auto& i : m->session->inputs()) m->inputs.push_back(describe_io(i));
+  for (const auto& o : m->session->outputs()) m->outputs.push_back(describe_io(o));
+  // dim_name_ptrs point into strings that moved with the vector; rebuild them in place.
+  for (auto* list : {&m->inputs, &m->outputs})
+    for (auto& io : *list) {
+      io.dim_name_ptrs.clear();
+      for (const auto& n : io.dim_names) io.dim_name_ptrs.push_back(n.c_str());
+    }
+  *out = m.release();
+  return ok();
+}
+
+Result<std::map<std::string, Tensor>> collect_inputs(const char* const* names, const gbx_tensor* inputs, size_t n) {
+  std::map<std::string, Tensor> feeds;
+  if (n > 0 && (names == nullptr || inputs == nullptr))
+    return Status(ErrorCode::API_INVALID_ARGUMENT, "input_names and inputs must not be NULL when n_inputs > 0");
+  for (size_t i = 0; i < n; ++i) {
+    if (names[i] == nullptr || inputs[i] == nullptr)
+      return gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "input ", i, " has a NULL name or tensor");
+    feeds[names[i]] = inputs[i]->tensor;
+  }
+  return feeds;
+}
+
+gbx_status fill_desc(const std::vector<gbx_model_s::Io>& list, size_t index, gbx_io_desc* out, const char* what) {
+  if (out == nullptr) return invalid("out is NULL");
+  if (index >= list.size())
+    return invalid(std::string(what) + " index " + std::to_string(index) + " is out of range (the model has " +
+                   std::to_string(list.size()) + ")");
+  const auto& io = list[index];
+  out->name = io.name.c_str();
+  out->dtype = io.dtype;
+  out->rank = io.rank;
+  out->dims = io.dims.data();
+  out->dim_names = io.dim_name_ptrs.data();
+  return ok();
+}
+
+}  // namespace
+
+// ---- streams and events ------------------------------------------------------------------
+
+struct EventState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  std::vector<Tensor> outputs;
+};
+
+struct gbx_event_s {
+  std::shared_ptr<EventState> state;
+};
+
+struct gbx_stream_s {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  size_t pending = 0;  // queued + running
+  bool stopping = false;
+  std::thread worker;
+
+  gbx_stream_s() {
+    worker = std::thread([this] {
+      for (;;) {
+        std::function<void()> job;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [this] { return stopping || !queue.empty(); });
+          if (queue.empty()) return;  // stopping and drained
+          job = std::move(queue.front());
+          queue.pop_front();
+        }
+        job();
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          --pending;
+        }
+        cv.notify_all();
+      }
+    });
+  }
+  ~gbx_stream_s() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    cv.notify_all();
+    worker.join();
+  }
+  void push(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(job));
+      ++pending;
+    }
+    cv.notify_all();
+  }
+  void drain() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [this] { return pending == 0; });
+  }
+};
+
+extern "C" {
+
+const char* gbx_version(void) { return "0.1.0"; }
+int32_t gbx_api_version(void) { return GBX_API_VERSION; }
+const char* gbx_last_error_message(void) { return t_last_error.c_str(); }
+gbx_status gbx_last_error_code(void) { return t_last_code; }
+
+gbx_status gbx_device_count(gbx_device_kind kind, int32_t* count) {
+  return guarded([&] {
+    if (count == nullptr) return invalid("count is NULL");
+    int32_t n = 0;
+    for (auto* d : gearbox::device::devices())
+      if (static_cast<int>(d->kind()) == static_cast<int>(kind)) ++n;
+    *count = n;
+    return ok();
+  });
+}
+
+gbx_status gbx_device_set(gbx_device_kind kind, int32_t index) {
+  return guarded([&] {
+    auto k = static_cast<gearbox::device::DeviceKind>(kind);
+    auto d = gearbox::device::get_device(k, index);
+    if (!d.ok()) return fail(d.status());
+    t_kind = k;
+    t_index = index;
+    return ok();
+  });
+}
+
+gbx_status gbx_device_reset(void) {
+  t_kind = gearbox::device::DeviceKind::CPU;
+  t_index = 0;
+  return GBX_OK;
+}
+
+gbx_status gbx_device_memory(size_t* capacity, size_t* used, size_t* largest_free, double* fragmentation) {
+  return guarded([&] {
+    auto d = gearbox::device::get_device(t_kind, t_index);
+    if (!d.ok()) return fail(d.status());
+    auto pool = (*d)->pool();
+    if (!pool.ok()) return fail(pool.status());
+    auto s = (*pool)->stats();
+    if (capacity) *capacity = s.capacity;
+    if (used) *used = s.used;
+    if (largest_free) *largest_free = s.largest_free;
+    if (fragmentation) *fragmentation = s.fragmentation;
+    return ok();
+  });
+}
+
+gbx_status gbx_context_create(gbx_context* out) {
+  return guarded([&] {
+    if (out == nullptr) return invalid("out is NULL");
+    auto d = gearbox::device::get_device(t_kind, t_index);
+    if (!d.ok()) return fail(d.status());
+    *out = new gbx_context_s{*d};
+    return ok();
+  });
+}
+
+void gbx_context_destroy(gbx_context ctx) { delete ctx; }
+
+gbx_status gbx_model_load_file(gbx_context ctx, const char* path, gbx_model* out) {
+  return guarded([&] {
+    if (ctx == nullptr || path == nullptr || out == nullptr) return invalid("ctx, path and out must not be NULL");
+    return make_model(gearbox::Session::load(path), out);
+  });
+}
+
+gbx_status gbx_model_load_memory(gbx_context ctx, const void* data, size_t size, gbx_model* out) {
+  return guarded([&] {
+    if (ctx == nullptr || data == nullptr || out == nullptr) return invalid("ctx, data and out must not be NULL");
+    if (size == 0) return fail(Status(ErrorCode::FILE_EMPTY, "the model buffer is empty (size 0)"));
+    // No base folder: a model from memory cannot refer to external data files.
+    auto model = gearbox::import_onnx_bytes(std::string(static_cast<const char*>(data), size), "");
+    if (!model.ok()) return fail(model.status());
+    return make_model(gearbox::Session::create(std::move(model).value()), out);
+  });
+}
+
+void gbx_model_destroy(gbx_model model) { delete model; }
+
+gbx_status gbx_model_input_count(gbx_model model, size_t* count) {
+  if (model == nullptr || count == nullptr) return invalid("model and count must not be NULL");
+  *count = model->inputs.size();
+  return GBX_OK;
+}
+
+gbx_status gbx_model_output_count(gbx_model model, size_t* count) {
+  if (model == nullptr || count == nullptr) return invalid("model and count must not be NULL");
+  *count = model->outputs.size();
+  return GBX_OK;
+}
+
+gbx_status gbx_model_input(gbx_model model, size_t index, gbx_io_desc* out) {
+  if (model == nullptr) return invalid("model is NULL");
+  return fill_desc(model->inputs, index, out, "input");
+}
+
+gbx_status gbx_model_output(gbx_model model, size_t index, gbx_io_desc* out) {
+  if (model == nullptr) return invalid("model is NULL");
+  return fill_desc(model->outputs, index, out, "output");
+}
+
+gbx_status gbx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank, gbx_tensor* out) {
+  return guarded([&] {
+    if (out == nullptr || (rank > 0 && dims == nullptr)) return invalid("out (and dims when rank > 0) must not be NULL");
+    auto dt = static_cast<gearbox::DType>(dtype);
+    if (!gearbox::dtype_is_known(dtype) || dt == gearbox::DType::String || dt == gearbox::DType::Undefined)
+      return invalid("dtype " + std::to_string(dtype) + " is not a numeric gbx_dtype");
+    auto t = Tensor::allocate(dt, gearbox::Dims(dims, dims + rank));
+    if (!t.ok()) return fail(t.status());
+    *out = new gbx_tensor_s{std::move(t).value()};
+    return ok();
+  });
+}
+
+gbx_status gbx_tensor_create_copy(int32_t dtype, const int64_t* dims, size_t rank, const void* data, size_t bytes,
+                                  gbx_tensor* out) {
+  return guarded([&] {
+    gbx_tensor t = nullptr;
+    if (gbx_status s = gbx_tensor_create(dtype, dims, rank, &t); s != GBX_OK) return s;
+    if (bytes != t->tensor.nbytes() || (bytes > 0 && data == nullptr)) {
+      std::string msg = "the tensor " + gearbox::describe(t->tensor) + " takes " + std::to_string(t->tensor.nbytes()) +
+                        " bytes but " + std::to_string(bytes) + " were given";
+      delete t;
+      return invalid(msg);
+    }
+    if (bytes) std::memcpy(t->tensor.mutable_raw(), data, bytes);
+    *out = t;
+    return ok();
+  });
+}
+
+void gbx_tensor_destroy(gbx_tensor tensor) { delete tensor; }
+
+gbx_status gbx_tensor_dtype(gbx_tensor tensor, int32_t* dtype) {
+  if (tensor == nullptr || dtype == nullptr) return invalid("tensor and dtype must not be NULL");
+  *dtype = static_cast<int32_t>(tensor->tensor.dtype());
+  return GBX_OK;
+}
+
+gbx_status gbx_tensor_shape(gbx_tensor tensor, int64_t* dims, size_t capacity, size_t* rank) {
+  if (tensor == nullptr || rank == nullptr) return invalid("tensor and rank must not be NULL");
+  const auto& d = tensor->tensor.dims();
+  *rank = d.size();
+  if (capacity > 0 && dims == nullptr) return invalid("dims is NULL but capacity > 0");
+  for (size_t i = 0; i < d.size() && i < capacity; ++i) dims[i] = d[i];
+  return GBX_OK;
+}
+
+gbx_status gbx_tensor_data(gbx_tensor tensor, void** data, size_t* bytes) {
+  return guarded([&] {
+    if (tensor == nullptr || data == nullptr) return invalid("tensor and data must not be NULL");
+    *data = tensor->tensor.nbytes() ? tensor->tensor.mutable_raw() : nullptr;
+    if (bytes) *bytes = tensor->tensor.nbytes();
+    return ok();
+  });
+}
+
+gbx_status gbx_execute(gbx_model model, const char* const* input_names, const gbx_tensor* inputs, size_t n_inputs,
+                       gbx_tensor* outputs, size_t n_outputs) {
+  return guarded([&] {
+    if (model == nullptr) return invalid("model is NULL");
+    if (n_outputs != model->outputs.size() || (n_outputs > 0 && outputs == nullptr))
+      return invalid("outputs must hold " + std::to_string(model->outputs.size()) + " handles (n_outputs is " +
+                     std::to_string(n_outputs) + ")");
+    auto feeds = collect_inputs(input_names, inputs, n_inputs);
+    if (!feeds.ok()) return fail(feeds.status());
+    auto result = model->session->run(*feeds);
+    if (!result.ok()) return fail(result.status());
+    for (size_t i = 0; i < n_outputs; ++i) outputs[i] = new gbx_tensor_s{std::move(result.value()[i])};
+    return ok();
+  });
+}
+
+gbx_status gbx_stream_create(gbx_context ctx, gbx_stream* out) {
+  return guarded([&] {
+    if (ctx == nullptr || out == nullptr) return invalid("ctx and out must not be NULL");
+    *out = new gbx_stream_s();
+    return ok();
+  });
+}
+
+void gbx_stream_destroy(gbx_stream stream) { delete stream; }
+
+gbx_status gbx_stream_synchronize(gbx_stream stream) {
+  if (stream == nullptr) return invalid("stream is NULL");
+  stream->drain();
+  return GBX_OK;
+}
+
+gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
+                             size_t n_inputs, gbx_stream stream, gbx_event* event) {
+  return guarded([&] {
+    if (model == nullptr || stream == nullptr || event == nullptr) return invalid("model, stream and event must not be NULL");
+    auto feeds = collect_inputs(input_names, inputs, n_inputs);
+    if (!feeds.ok()) return fail(feeds.status());
+    // Capture private copies: the caller may refill its input buffers right away.
+    std::map<std::string, Tensor> captured;
+    for (auto& [name, t] : *feeds) captured[name] = t.clone();
+    auto state = std::make_shared<EventState>();
+    std::shared_ptr<const gearbox::Session> session = model->session;  // outlives a destroyed model
+    stream->push([state, session, captured = std::move(captured)] {
+      Result<std::vector<Tensor>> r = Status(ErrorCode::INTERNAL, "not run");
+      try {
+        r = session->run(captured);
+      } catch (const std::exception& e) {
+        r = Status(ErrorCode::INTERNAL, std::string("exception in an asynchronous execution: ") + e.what());
+      }
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (r.ok()) state->outputs = std::move(r).value();
+      else state->status = r.status();
+      state->done = true;
+      state->cv.notify_all();
+    });
+    *event = new gbx_event_s{state};
+    return ok();
+  });
+}
+
+gbx_status gbx_event_wait(gbx_event event) {
+  if (event == nullptr) return invalid("event is NULL");
+  std::unique_lock<std::mutex> lock(event->state->mu);
+  event->state->cv.wait(lock, [&] { return event->state->done; });
+  if (!event->state->status.ok()) return fail(event->state->status);
+  return GBX_OK;
+}
+
+gbx_status gbx_event_query(gbx_event event, int32_t* done) {
+  if (event == nullptr || done == nullptr) return invalid("event and done must not be NULL");
+  std::lock_guard<std::mutex> lock(event->state->mu);
+  *done = event->state->done ? 1 : 0;
+  return GBX_OK;
+}
+
+gbx_status gbx_event_output_count(gbx_event event, size_t* count) {
+  if (event == nullptr || count == nullptr) return invalid("event and count must not be NULL");
+  std::lock_guard<std::mutex> lock(event->state->mu);
+  if (!event->state->done) return invalid("the execution has not finished: call gbx_event_wait first");
+  if (!event->state->status.ok()) return fail(event->state->status);
+  *count = event->state->outputs.size();
+  return GBX_OK;
+}
+
+gbx_status gbx_event_output(gbx_event event, size_t index, gbx_tensor* out) {
+  return guarded([&] {
+    if (event == nullptr || out == nullptr) return invalid("event and out must not be NULL");
+    std::lock_guard<std::mutex> lock(event->state->mu);
+    if (!event->state->done) return invalid("the execution has not finished: call gbx_event_wait first");
+    if (!event->state->status.ok()) return fail(event->state->status);
+    if (index >= event->state->outputs.size())
+      return invalid("output index " + std::to_string(index) + " is out of range (" +
+                     std::to_string(event->state->outputs.size()) + " outputs)");
+    *out = new gbx_tensor_s{event->state->outputs[index]};
+    return ok();
+  });
+}
+
+void gbx_event_destroy(gbx_event event) { delete event; }
+
+}  // extern "C"
