@@ -44,6 +44,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   s->options_ = std::move(options);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
+  GBX_RETURN_IF_ERROR(optimize(s->model_, s->options_.optimizer).status());
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
   return s;
 }

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "base/tensor.h"
 #include "graph/ir.h"
+#include "graph/optimizer.h"
 #include "kernels/kernel.h"
 
 namespace gearbox {
@@ -23,6 +24,7 @@ struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
   std::string engine{kEngineRef};    // the engine kernels are taken from
   bool check_model = true;           // run onnx's checker at import
+  OptimizerOptions optimizer;        // graph passes run at create (graph/optimizer.h)
 };
 
 // A model input or output as the model declares it.

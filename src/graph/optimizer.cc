@@ -1,0 +1,178 @@
+// The pass registry, the default pipeline and its switches.
+#include "graph/optimizer.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/logging.h"
+#include "graph/passes/passes.h"
+
+namespace gearbox {
+
+namespace {
+
+struct PassEntry {
+  PassInfo info;
+  passes::PassFn fn;
+};
+
+const std::vector<PassEntry>& pipeline() {
+  static const std::vector<PassEntry> kPipeline = {
+      {{"remove_noop", "remove Identity, inference-mode Dropout and Cast to the same type"}, passes::remove_noop_ops},
+      {{"shape_folding", "Shape/Size of values with static shapes become constants"}, passes::fold_static_shapes},
+      {{"constant_folding", "run nodes whose inputs are all constants at compile time (size cap)"},
+       passes::fold_constants},
+      {{"cse", "merge nodes computing the same operator on the same inputs"},
+       passes::eliminate_common_subexpressions},
+      {{"conv_bn_fold", "fold BatchNormalization into the preceding Conv's weights and bias"},
+       passes::fold_conv_batchnorm},
+      {{"dead_node_elimination", "remove nodes whose outputs nothing reads"}, passes::eliminate_dead_nodes},
+  };
+  return kPipeline;
+}
+
+std::string valid_names() {
+  std::string s;
+  for (const auto& p : pipeline()) s += (s.empty() ? "" : ", ") + p.info.name;
+  return s;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<PassInfo>& optimizer_passes() {
+  static const std::vector<PassInfo> kInfos = [] {
+    std::vector<PassInfo> v;
+    for (const auto& p : pipeline()) v.push_back(p.info);
+    return v;
+  }();
+  return kInfos;
+}
+
+Status check_pass_names(const std::vector<std::string>& names, const std::string& where) {
+  for (const auto& n : names) {
+    bool known = false;
+    for (const auto& p : pipeline())
+      if (p.info.name == n) known = true;
+    if (!known)
+      return make_error(ErrorCode::PASS_UNKNOWN, "'", n, "' (", where, ") is not a pass; valid names: ", valid_names());
+  }
+  return Status::OK();
+}
+
+Result<std::map<std::string, bool>> read_fusion_switch_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorCode::FUSION_SWITCH_INVALID, "cannot open fusion switch file '", path, "'");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(ErrorCode::FUSION_SWITCH_INVALID, "'", path,
+                      "' is not a JSON object of pass name -> \"on\" or \"off\"");
+  std::map<std::string, bool> out;
+  std::vector<std::string> names;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    if (!v.is_string() || (v.get<std::string>() != "on" && v.get<std::string>() != "off"))
+      return make_error(ErrorCode::FUSION_SWITCH_INVALID, "'", path, "': the value for '", it.key(),
+                        "' must be \"on\" or \"off\", got ", v.dump());
+    out[it.key()] = v.get<std::string>() == "on";
+    names.push_back(it.key());
+  }
+  GBX_RETURN_IF_ERROR(check_pass_names(names, path));
+  return out;
+}
+
+int OptimizerReport::matches(const std::string& pass) const {
+  for (const auto& p : passes)
+    if (p.name == pass) return p.matches;
+  return 0;
+}
+
+std::string OptimizerReport::to_json() const {
+  nlohmann::json j;
+  j["nodes_before"] = nodes_before;
+  j["nodes_after"] = nodes_after;
+  j["ms"] = ms;
+  j["passes"] = nlohmann::json::array();
+  for (const auto& p : passes)
+    j["passes"].push_back({{"name", p.name},
+                           {"ran", p.ran},
+                           {"nodes_before", p.nodes_before},
+                           {"nodes_after", p.nodes_after},
+                           {"matches", p.matches},
+                           {"ms", p.ms}});
+  return j.dump();
+}
+
+Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) {
+  GBX_RETURN_IF_ERROR(check_pass_names(options.disabled_passes, "--disable-pass"));
+  std::vector<std::string> switch_names;
+  for (const auto& [k, v] : options.switches) switch_names.push_back(k);
+  GBX_RETURN_IF_ERROR(check_pass_names(switch_names, "fusion switch"));
+  std::set<std::string> off(options.disabled_passes.begin(), options.disabled_passes.end());
+  for (const auto& [k, on] : options.switches)
+    if (!on) off.insert(k);
+  bool all_off = !options.enabled;
+  if (options.use_env) {
+    const char* env = std::getenv("GEARBOX_DISABLE_PASSES");
+    if (env && *env) {
+      auto names = split_list(env);
+      if (names.size() == 1 && names[0] == "all") {
+        all_off = true;
+      } else {
+        GBX_RETURN_IF_ERROR(check_pass_names(names, "GEARBOX_DISABLE_PASSES"));
+        off.insert(names.begin(), names.end());
+      }
+    }
+  }
+  OptimizerReport report;
+  Graph& g = *model.graph;
+  report.nodes_before = g.nodes.size();
+  passes::PassContext ctx;
+  ctx.constant_fold_max_bytes = options.constant_fold_max_bytes;
+  const auto t_start = std::chrono::steady_clock::now();
+  for (const auto& p : pipeline()) {
+    PassReport r;
+    r.name = p.info.name;
+    r.nodes_before = r.nodes_after = g.nodes.size();
+    if (all_off || off.count(p.info.name)) {
+      report.passes.push_back(r);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = p.fn(g, ctx);
+    if (!m.ok()) return m.status().with_context("graph pass " + p.info.name + ": ");
+    r.ran = true;
+    r.matches = *m;
+    r.nodes_after = g.nodes.size();
+    r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    GBX_LOG_INFO("GRAPH_OPTIMIZER", "{}: {} matches, nodes {} -> {}, {:.2f} ms", r.name, r.matches, r.nodes_before,
+                 r.nodes_after, r.ms);
+    report.passes.push_back(r);
+  }
+  // Fusions insert nodes next to the pattern they replace; a sort keeps the invariant (and
+  // catches a pass that broke it).
+  if (!all_off) GBX_RETURN_IF_ERROR(topological_sort(g));
+  report.nodes_after = g.nodes.size();
+  report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+  if (!all_off)
+    GBX_LOG_INFO("GRAPH_OPTIMIZER", "graph '{}': {} -> {} nodes in {:.1f} ms", g.name, report.nodes_before,
+                 report.nodes_after, report.ms);
+  return report;
+}
+
+}  // namespace gearbox

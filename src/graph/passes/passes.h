@@ -1,0 +1,24 @@
+// The graph passes. Each rewrites one graph in place and returns how many times its pattern
+// matched (nodes folded, removed or fused); the optimizer (graph/optimizer.h) names them,
+// runs them in its default order and reports on them. See docs/graph_engine.md.
+#pragma once
+
+#include "base/status.h"
+#include "graph/ir.h"
+#include "graph/passes/pass_util.h"
+
+namespace gearbox::passes {
+
+using PassFn = Result<int> (*)(Graph&, const PassContext&);
+
+// cleanup_passes.cc
+Result<int> eliminate_dead_nodes(Graph& g, const PassContext& ctx);
+Result<int> remove_noop_ops(Graph& g, const PassContext& ctx);  // Identity, inference Dropout, no-op Cast
+Result<int> eliminate_common_subexpressions(Graph& g, const PassContext& ctx);
+// constant_folding.cc
+Result<int> fold_static_shapes(Graph& g, const PassContext& ctx);  // Shape/Size of static shapes
+Result<int> fold_constants(Graph& g, const PassContext& ctx);
+// conv_bn_fold.cc
+Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
+
+}  // namespace gearbox::passes
