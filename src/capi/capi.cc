@@ -5,18 +5,15 @@
 // error that gbx_last_error_message() returns.
 #include "gearbox/gearbox.h"
 
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "device/device.h"
+#include "device/stream.h"
 #include "graph/onnx_importer.h"
 #include "runtime/session.h"
 
@@ -140,68 +137,17 @@ gbx_status fill_desc(const std::vector<gbx_model_s::Io>& list, size_t index, gbx
 
 }  // namespace
 
-// ---- streams and events ------------------------------------------------------------------
+// ---- streams and events: device::Stream runs the jobs; the event keeps the outputs -------
 
-struct EventState {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  std::vector<Tensor> outputs;
+struct gbx_stream_s {
+  gearbox::device::Stream stream;
 };
 
 struct gbx_event_s {
-  std::shared_ptr<EventState> state;
-};
-
-struct gbx_stream_s {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<std::function<void()>> queue;
-  size_t pending = 0;  // queued + running
-  bool stopping = false;
-  std::thread worker;
-
-  gbx_stream_s() {
-    worker = std::thread([this] {
-      for (;;) {
-        std::function<void()> job;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [this] { return stopping || !queue.empty(); });
-          if (queue.empty()) return;  // stopping and drained
-          job = std::move(queue.front());
-          queue.pop_front();
-        }
-        job();
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          --pending;
-        }
-        cv.notify_all();
-      }
-    });
-  }
-  ~gbx_stream_s() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      stopping = true;
-    }
-    cv.notify_all();
-    worker.join();
-  }
-  void push(std::function<void()> job) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      queue.push_back(std::move(job));
-      ++pending;
-    }
-    cv.notify_all();
-  }
-  void drain() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return pending == 0; });
-  }
+  gearbox::device::Event event;
+  // Written by the job before the event reports done; read only after done() (the event's
+  // mutex orders the two).
+  std::shared_ptr<std::vector<Tensor>> outputs;
 };
 
 extern "C" {
@@ -392,7 +338,7 @@ void gbx_stream_destroy(gbx_stream stream) { delete stream; }
 
 gbx_status gbx_stream_synchronize(gbx_stream stream) {
   if (stream == nullptr) return invalid("stream is NULL");
-  stream->drain();
+  stream->stream.synchronize();
   return GBX_OK;
 }
 
@@ -405,60 +351,57 @@ gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, co
     // Capture private copies: the caller may refill its input buffers right away.
     std::map<std::string, Tensor> captured;
     for (auto& [name, t] : *feeds) captured[name] = t.clone();
-    auto state = std::make_shared<EventState>();
+    auto outputs = std::make_shared<std::vector<Tensor>>();
     std::shared_ptr<const gearbox::Session> session = model->session;  // outlives a destroyed model
-    stream->push([state, session, captured = std::move(captured)] {
-      Result<std::vector<Tensor>> r = Status(ErrorCode::INTERNAL, "not run");
-      try {
-        r = session->run(captured);
-      } catch (const std::exception& e) {
-        r = Status(ErrorCode::INTERNAL, std::string("exception in an asynchronous execution: ") + e.what());
-      }
-      std::lock_guard<std::mutex> lock(state->mu);
-      if (r.ok()) state->outputs = std::move(r).value();
-      else state->status = r.status();
-      state->done = true;
-      state->cv.notify_all();
+    gearbox::device::Event e = stream->stream.enqueue([session, outputs, captured = std::move(captured)] {
+      auto r = session->run(captured);
+      if (!r.ok()) return r.status();
+      *outputs = std::move(r).value();
+      return Status::OK();
     });
-    *event = new gbx_event_s{state};
+    *event = new gbx_event_s{e, outputs};
     return ok();
   });
 }
 
 gbx_status gbx_event_wait(gbx_event event) {
   if (event == nullptr) return invalid("event is NULL");
-  std::unique_lock<std::mutex> lock(event->state->mu);
-  event->state->cv.wait(lock, [&] { return event->state->done; });
-  if (!event->state->status.ok()) return fail(event->state->status);
-  return GBX_OK;
+  Status st = event->event.wait();
+  return st.ok() ? GBX_OK : fail(st);
 }
 
 gbx_status gbx_event_query(gbx_event event, int32_t* done) {
   if (event == nullptr || done == nullptr) return invalid("event and done must not be NULL");
-  std::lock_guard<std::mutex> lock(event->state->mu);
-  *done = event->state->done ? 1 : 0;
+  *done = event->event.done() ? 1 : 0;
+  return GBX_OK;
+}
+
+// The finished event's outputs, or the status that says why there are none.
+static gbx_status finished_outputs(gbx_event event, const std::vector<Tensor>** out) {
+  if (!event->event.done()) return invalid("the execution has not finished: call gbx_event_wait first");
+  Status st = event->event.wait();  // done: returns at once
+  if (!st.ok()) return fail(st);
+  *out = event->outputs.get();
   return GBX_OK;
 }
 
 gbx_status gbx_event_output_count(gbx_event event, size_t* count) {
   if (event == nullptr || count == nullptr) return invalid("event and count must not be NULL");
-  std::lock_guard<std::mutex> lock(event->state->mu);
-  if (!event->state->done) return invalid("the execution has not finished: call gbx_event_wait first");
-  if (!event->state->status.ok()) return fail(event->state->status);
-  *count = event->state->outputs.size();
+  const std::vector<Tensor>* outs = nullptr;
+  if (gbx_status s = finished_outputs(event, &outs)) return s;
+  *count = outs->size();
   return GBX_OK;
 }
 
 gbx_status gbx_event_output(gbx_event event, size_t index, gbx_tensor* out) {
   return guarded([&] {
     if (event == nullptr || out == nullptr) return invalid("event and out must not be NULL");
-    std::lock_guard<std::mutex> lock(event->state->mu);
-    if (!event->state->done) return invalid("the execution has not finished: call gbx_event_wait first");
-    if (!event->state->status.ok()) return fail(event->state->status);
-    if (index >= event->state->outputs.size())
-      return invalid("output index " + std::to_string(index) + " is out of range (" +
-                     std::to_string(event->state->outputs.size()) + " outputs)");
-    *out = new gbx_tensor_s{event->state->outputs[index]};
+    const std::vector<Tensor>* outs = nullptr;
+    if (gbx_status s = finished_outputs(event, &outs)) return s;
+    if (index >= outs->size())
+      return invalid("output index " + std::to_string(index) + " is out of range (" + std::to_string(outs->size()) +
+                     " outputs)");
+    *out = new gbx_tensor_s{(*outs)[index]};
     return ok();
   });
 }
