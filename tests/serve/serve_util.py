@@ -7,6 +7,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -39,7 +40,7 @@ class Server:
         for name, path in models.items():
             cmd += ["--model", f"{name}={path}"]
         cmd += list(args)
-        print("$ " + " ".join(cmd), flush=True)
+        print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         line = self._read_line(timeout)
         m = re.search(r"listening on (http://[^:]+:(\d+))(?:, metrics on (http://[^/]+)/metrics)?", line)
