@@ -30,6 +30,16 @@ const std::vector<PassEntry>& pipeline() {
        passes::eliminate_common_subexpressions},
       {{"conv_bn_fold", "fold BatchNormalization into the preceding Conv's weights and bias"},
        passes::fold_conv_batchnorm},
+      {{"gelu_fusion", "Div/Erf/Add/Mul/Mul (and the tanh form) -> com.gearbox.Gelu"}, passes::fuse_gelu},
+      {{"layer_norm_fusion", "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add -> com.gearbox.LayerNormalization"},
+       passes::fuse_layer_norm},
+      {{"skip_layer_norm_fusion", "Add + LayerNormalization -> com.gearbox.SkipLayerNormalization"},
+       passes::fuse_skip_layer_norm},
+      {{"attention_fusion", "multi-head attention with its reshapes and transposes -> com.gearbox.Attention"},
+       passes::fuse_attention},
+      {{"matmul_fusion", "MatMul/Gemm (+bias)(+activation) -> com.gearbox.FusedMatMul / FusedGemm"},
+       passes::fuse_matmul},
+      {{"conv_fusion", "Conv (+residual Add)(+activation) -> com.gearbox.FusedConv"}, passes::fuse_conv},
       {{"dead_node_elimination", "remove nodes whose outputs nothing reads"}, passes::eliminate_dead_nodes},
   };
   return kPipeline;
@@ -167,6 +177,8 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
   // Fusions insert nodes next to the pattern they replace; a sort keeps the invariant (and
   // catches a pass that broke it).
   if (!all_off) GBX_RETURN_IF_ERROR(topological_sort(g));
+  for (const auto& n : g.nodes)
+    if (n->domain == "com.gearbox") model.opsets["com.gearbox"] = 1;
   report.nodes_after = g.nodes.size();
   report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
   if (!all_off)

@@ -20,5 +20,12 @@ Result<int> fold_static_shapes(Graph& g, const PassContext& ctx);  // Shape/Size
 Result<int> fold_constants(Graph& g, const PassContext& ctx);
 // conv_bn_fold.cc
 Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
+// fusions into com.gearbox operators (kernels: src/kernels/cpu/ref/fused_*.cc)
+Result<int> fuse_gelu(Graph& g, const PassContext& ctx);              // gelu_fusion.cc
+Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx);        // layer_norm_fusion.cc
+Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx);   // layer_norm_fusion.cc
+Result<int> fuse_attention(Graph& g, const PassContext& ctx);         // attention_fusion.cc
+Result<int> fuse_matmul(Graph& g, const PassContext& ctx);            // matmul_fusion.cc
+Result<int> fuse_conv(Graph& g, const PassContext& ctx);              // conv_fusion.cc
 
 }  // namespace gearbox::passes

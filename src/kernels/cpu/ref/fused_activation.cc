@@ -1,0 +1,86 @@
+// Activations absorbed by fusions (FusedConv, FusedMatMul, FusedGemm) and com.gearbox.Gelu.
+#include <cmath>
+
+#include "kernels/cpu/ref/fused_util.h"
+#include "kernels/cpu/ref/nn_util.h"
+
+namespace gearbox::ref::fused {
+
+namespace {
+
+template <typename T>
+void gelu_typed(const T* x, T* y, int64_t n, bool tanh_form) {
+  if (tanh_form) {
+    const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i];
+      y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+    }
+  } else {
+    const T r = static_cast<T>(0.7071067811865476);  // 1 / sqrt(2)
+    for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * r));
+  }
+}
+
+}  // namespace
+
+Result<Tensor> gelu(const KernelContext& ctx, const Tensor& x, bool tanh_form) {
+  const DType dt = x.dtype();
+  if (nn::is_half_like(dt)) {
+    GBX_ASSIGN_OR_RETURN(Tensor y, gelu(ctx, nn::widen_to_f32(x), tanh_form));
+    return nn::narrow_from_f32(y, dt);
+  }
+  if (dt != DType::F32 && dt != DType::F64) return ctx.unsupported_dtype(dt);
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(dt, x.dims()));
+  if (dt == DType::F32)
+    gelu_typed(x.data<float>(), y.data<float>(), x.numel(), tanh_form);
+  else
+    gelu_typed(x.data<double>(), y.data<double>(), x.numel(), tanh_form);
+  return y;
+}
+
+Result<RuntimeValue> apply_activation(const KernelContext& ctx, RuntimeValue x) {
+  const std::string act = ctx.attr_string("activation", "");
+  if (act.empty()) return x;
+  const std::vector<float> p = ctx.attr_floats("activation_params");
+  auto param = [&](size_t i, float def) { return i < p.size() ? p[i] : def; };
+  if (act == "Relu") return call1(ctx, "Relu", 14, {&x});
+  if (act == "Sigmoid") return call1(ctx, "Sigmoid", 13, {&x});
+  if (act == "Tanh") return call1(ctx, "Tanh", 13, {&x});
+  if (act == "HardSwish") return call1(ctx, "HardSwish", 14, {&x});
+  if (act == "HardSigmoid")
+    return call1(ctx, "HardSigmoid", 6, {&x},
+                 {{"alpha", float_attr(param(0, 0.2f))}, {"beta", float_attr(param(1, 0.5f))}});
+  if (act == "LeakyRelu") return call1(ctx, "LeakyRelu", 16, {&x}, {{"alpha", float_attr(param(0, 0.01f))}});
+  if (act == "Clip") {
+    // Clip-6 takes its bounds as attributes, which the fusion stored as parameters.
+    return call1(ctx, "Clip", 6, {&x}, {{"min", float_attr(param(0, -3.4028234e38f))},
+                                       {"max", float_attr(param(1, 3.4028234e38f))}});
+  }
+  if (act == "Silu") {
+    GBX_ASSIGN_OR_RETURN(RuntimeValue s, call1(ctx, "Sigmoid", 13, {&x}));
+    return call1(ctx, "Mul", 14, {&x, &s});
+  }
+  if (act == "Gelu" || act == "GeluTanh") {
+    if (!x.is_tensor()) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Gelu needs a tensor");
+    GBX_ASSIGN_OR_RETURN(Tensor y, gelu(ctx, x.tensor(), act == "GeluTanh"));
+    return RuntimeValue(std::move(y));
+  }
+  return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "unknown fused activation '", act, "'");
+}
+
+namespace {
+
+// com.gearbox.Gelu(X) attr approximate = "none" | "tanh".
+Status gelu_op(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  GBX_ASSIGN_OR_RETURN(Tensor y, gelu(ctx, ctx.input(0), ctx.attr_string("approximate", "none") == "tanh"));
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+}  // namespace
+
+GBX_REGISTER_KERNEL({kDomain, "Gelu", 1, 1, kEngineRef, {}, gelu_op});
+
+}  // namespace gearbox::ref::fused
