@@ -139,6 +139,12 @@ Result<void*> MemoryPool::allocate(size_t bytes, size_t align) {
   return static_cast<void*>(base_ + offset);
 }
 
+Result<std::shared_ptr<void>> MemoryPool::allocate_shared(size_t bytes, size_t align) {
+  GBX_ASSIGN_OR_RETURN(void* p, allocate(bytes, align));
+  // If the control block cannot be allocated, shared_ptr calls the deleter before throwing.
+  return std::shared_ptr<void>(p, [this](void* q) { deallocate(q); });
+}
+
 Status MemoryPool::release(void* p) {
   if (p == nullptr) return Status::OK();
   auto* bp = static_cast<uint8_t*>(p);

@@ -65,6 +65,10 @@ class MemoryPool {
   // larger alignment only rounds the block size up.
   static constexpr size_t kMaxAlign = size_t{2} << 20;
   Result<void*> allocate(size_t bytes, size_t align = 64);
+  // A block owned by shared_ptrs: the last owner returns it to the pool (for Tensor buffers,
+  // which share their storage). The pool must outlive every such pointer; default_pool()
+  // lives for the whole process.
+  Result<std::shared_ptr<void>> allocate_shared(size_t bytes, size_t align = 64);
   // Returns the block to the pool and merges it with its free buddies. A pointer that this
   // pool did not hand out is logged and ignored; use release() to get the error.
   void deallocate(void* p);

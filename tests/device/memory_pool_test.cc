@@ -210,6 +210,20 @@ TEST(MemoryPool, FragmentationScenarioExplainsItself) {
   EXPECT_EQ(pool->stats().largest_free, size_t{1} << 20);
 }
 
+TEST(MemoryPool, SharedBlocksReturnWithTheLastOwner) {
+  auto pool = std::move(MemoryPool::create(size_t{1} << 16, kMin)).value();
+  auto a = pool->allocate_shared(1000);
+  ASSERT_TRUE(a.ok());
+  std::shared_ptr<void> copy = *a;
+  EXPECT_EQ(pool->stats().used, 1024u);
+  a->reset();
+  EXPECT_EQ(pool->stats().used, 1024u);  // still owned by the copy
+  copy.reset();
+  EXPECT_EQ(pool->stats().used, 0u);
+  EXPECT_EQ(pool->stats().free_count, 1u);
+  EXPECT_EQ(pool->allocate_shared(size_t{1} << 17).status().code(), ErrorCode::POOL_EXHAUSTED);
+}
+
 TEST(MemoryPool, BadFreesAreErrors) {
   auto pool = std::move(MemoryPool::create(size_t{1} << 16, kMin)).value();
   void* p = pool->allocate(1000).value();
