@@ -237,6 +237,10 @@ TEST(MemoryPool, BadFreesAreErrors) {
   EXPECT_EQ(pool->allocate(8, 3).status().code(), ErrorCode::INVALID_ARGUMENT);
   EXPECT_EQ(pool->allocate(size_t{1} << 17).status().code(), ErrorCode::POOL_EXHAUSTED);
   EXPECT_EQ(pool->allocate(SIZE_MAX).status().code(), ErrorCode::POOL_EXHAUSTED);
+  // 1 EiB is beyond any x86-64 address space (47 or 56 bits): the reservation itself fails.
+  auto huge = MemoryPool::create(size_t{1} << 60, kMin);
+  EXPECT_EQ(huge.status().code(), ErrorCode::POOL_RESERVE_FAILED);
+  EXPECT_NE(huge.status().message().find("mmap"), std::string::npos);
   EXPECT_EQ(MemoryPool::create(100, 256).status().code(), ErrorCode::DEVICE_MEMORY_INVALID);
   EXPECT_EQ(MemoryPool::create(4096, 100).status().code(), ErrorCode::DEVICE_MEMORY_INVALID);
 }
