@@ -125,6 +125,7 @@ std::string OptimizerReport::to_json() const {
                            {"nodes_after", p.nodes_after},
                            {"matches", p.matches},
                            {"ms", p.ms}});
+  j["memory"] = nlohmann::json::parse(memory.summary_json());
   return j.dump();
 }
 
@@ -160,6 +161,7 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
     r.name = p.info.name;
     r.nodes_before = r.nodes_after = g.nodes.size();
     if (all_off || off.count(p.info.name)) {
+      if (!all_off) GBX_LOG_INFO("GRAPH_OPTIMIZER", "{}: off", r.name);
       report.passes.push_back(r);
       continue;
     }
@@ -181,6 +183,7 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
     if (n->domain == "com.gearbox") model.opsets["com.gearbox"] = 1;
   report.nodes_after = g.nodes.size();
   report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+  if (options.plan_memory) report.memory = plan_memory(g, options.memory);
   if (!all_off)
     GBX_LOG_INFO("GRAPH_OPTIMIZER", "graph '{}': {} -> {} nodes in {:.1f} ms", g.name, report.nodes_before,
                  report.nodes_after, report.ms);

@@ -19,6 +19,7 @@
 
 #include "base/status.h"
 #include "graph/ir.h"
+#include "graph/memory_plan.h"
 
 namespace gearbox {
 
@@ -28,6 +29,8 @@ struct OptimizerOptions {
   std::map<std::string, bool> switches;       // pass name -> on/off (a --fusion-switch file)
   size_t constant_fold_max_bytes = size_t(16) << 20;  // larger folded constants stay nodes
   bool use_env = true;                        // honour GEARBOX_DISABLE_PASSES
+  bool plan_memory = true;                    // plan the arena after the passes (graph/memory_plan.h)
+  MemoryPlanOptions memory;
 };
 
 struct PassInfo {
@@ -55,9 +58,11 @@ struct OptimizerReport {
   std::vector<PassReport> passes;
   size_t nodes_before = 0, nodes_after = 0;
   double ms = 0;
+  MemoryPlan memory;  // of the optimized graph, when options.plan_memory
   // Matches of one pass (0 if it did not run or does not exist).
   int matches(const std::string& pass) const;
-  // {"nodes_before":..,"nodes_after":..,"ms":..,"passes":[{"name":..,"ran":..,...}]}
+  // {"nodes_before":..,"nodes_after":..,"ms":..,"passes":[{"name":..,"ran":..,...}],
+  //  "memory":{"naive_bytes":..,...}}
   std::string to_json() const;
 };
 

@@ -25,6 +25,8 @@ struct RunOptions {
   int warmup = 0;
   int threads = 0;
   bool json = false;
+  std::vector<std::string> disable_passes;  // --disable-pass NAME (repeatable)
+  std::string fusion_switch;                // --fusion-switch FILE.json
 };
 
 struct LatencyStats {
@@ -63,6 +65,12 @@ int run(const RunOptions& o) {
     return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
   SessionOptions so;
   so.threads = o.threads;
+  so.optimizer.disabled_passes = o.disable_passes;
+  if (!o.fusion_switch.empty()) {
+    auto sw = read_fusion_switch_file(o.fusion_switch);
+    if (!sw.ok()) return report(sw.status());
+    so.optimizer.switches = std::move(sw).value();
+  }
   auto session = Session::load(o.model, so);
   if (!session.ok()) return report(session.status());
   auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
@@ -136,6 +144,8 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");
   sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
+  sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
+  sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
   sub->callback([o, action] { *action = [o] { return run(*o); }; });
 }
 
