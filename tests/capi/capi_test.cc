@@ -261,6 +261,31 @@ TEST_F(Fixture, StreamsAndEvents) {
   gbx_tensor_destroy(wrong);
 }
 
+TEST_F(Fixture, ModelDestroyedWhileRunsAreQueued) {
+  std::string bytes = mlp_model_bytes();
+  gbx_model second = nullptr;
+  ASSERT_EQ(gbx_model_load_memory(ctx, bytes.data(), bytes.size(), &second), GBX_OK);
+  gbx_stream stream = nullptr;
+  ASSERT_EQ(gbx_stream_create(ctx, &stream), GBX_OK);
+  const char* name = "x";
+  gbx_tensor x = make_input(2, 5);
+  std::vector<gbx_event> events(5);
+  for (auto& e : events) ASSERT_EQ(gbx_execute_async(second, &name, &x, 1, stream, &e), GBX_OK);
+  gbx_model_destroy(second);  // the queued runs keep what they need
+  auto want = mlp_reference(input_values(2, 5), 2);
+  for (auto& e : events) {
+    ASSERT_EQ(gbx_event_wait(e), GBX_OK) << gbx_last_error_message();
+    gbx_tensor y = nullptr;
+    ASSERT_EQ(gbx_event_output(e, 0, &y), GBX_OK);
+    auto got = values(y);
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5);
+    gbx_tensor_destroy(y);
+    gbx_event_destroy(e);
+  }
+  gbx_stream_destroy(stream);
+  gbx_tensor_destroy(x);
+}
+
 // One model (one Session) run from 8 threads x 50 runs at once: each run's output must be
 // byte-identical to the same input run sequentially.
 TEST_F(Fixture, ConcurrentExecuteOnOneModelIsDeterministic) {
