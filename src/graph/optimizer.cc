@@ -28,6 +28,9 @@ const std::vector<PassEntry>& pipeline() {
        passes::fold_constants},
       {{"cse", "merge nodes computing the same operator on the same inputs"},
        passes::eliminate_common_subexpressions},
+      {{"transpose_reshape_cancel", "Transpose∘Transpose -> one Transpose (or none), Reshape∘Reshape -> one Reshape, "
+        "Reshape to the same static shape -> none"},
+       passes::cancel_transpose_reshape},
       {{"conv_bn_fold", "fold BatchNormalization into the preceding Conv's weights and bias"},
        passes::fold_conv_batchnorm},
       {{"gelu_fusion", "Div/Erf/Add/Mul/Mul (and the tanh form) -> com.gearbox.Gelu"}, passes::fuse_gelu},

@@ -18,6 +18,8 @@ Result<int> eliminate_common_subexpressions(Graph& g, const PassContext& ctx);
 // constant_folding.cc
 Result<int> fold_static_shapes(Graph& g, const PassContext& ctx);  // Shape/Size of static shapes
 Result<int> fold_constants(Graph& g, const PassContext& ctx);
+// transpose_reshape.cc
+Result<int> cancel_transpose_reshape(Graph& g, const PassContext& ctx);
 // conv_bn_fold.cc
 Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
 // fusions into com.gearbox operators (kernels: src/kernels/cpu/ref/fused_*.cc)
