@@ -19,8 +19,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # test data: the ONNX node suite and torch exports
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
-  # serving (prometheus: promtool and a real server for tests/serve; wrk: bench/serve_load.sh)
-  libcpp-httplib-dev prometheus wrk
+  # serving (prometheus: promtool and a real server for tests/serve)
+  libcpp-httplib-dev prometheus
 )
 
 missing=()
