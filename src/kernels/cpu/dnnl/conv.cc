@@ -1,0 +1,148 @@
+// Conv (ai.onnx opsets 1-17) and com.gearbox.FusedConv on oneDNN, cpu.dnnl engine.
+//
+// Handled here: float32, 2-D (NCHW), any group (depthwise included), strides, dilations,
+// explicit pads and every auto_pad (the geometry comes from the reference's make_window, so
+// both engines agree on output sizes and errors). FusedConv's bias, residual Z (same shape
+// as Y; added with a sum post-op before the activation) and activation (eltwise post-ops)
+// run inside the convolution. Everything else (1-D/3-D, other dtypes, a Z that broadcasts,
+// an activation oneDNN lacks, empty tensors) falls back inside the kernel to the cpu.ref
+// kernel of the same op, because a kernel that returns an error is not retried elsewhere.
+//
+// Layouts: source and destination use the primitive's preferred layout (format_tag::any),
+// with a reorder from/to NCHW on each run (a layout pass keeping activations blocked is
+// future work); weights are reordered once and cached (dnnl_util.h reordered_weights).
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/logging.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/cpu/ref/nn_util.h"
+
+namespace gearbox::dnnl_engine {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct ConvPrim {
+  dnnl::convolution_forward prim;
+  memory::desc src_md, wei_md, dst_md;
+  memory::desc src_plain, wei_plain, dst_plain, bias_plain;
+  memory::desc scratch_md;
+};
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += std::to_string(x) + ",";
+  return s;
+}
+
+Status conv_impl(KernelContext& ctx, bool fused) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
+    return run_ref(ctx);
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
+    return run_ref(ctx);
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
+  if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
+  std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
+  if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
+  const Tensor* b = nullptr;
+  if (ctx.has_input(2)) {
+    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+    b = &ctx.input(2);
+    if (b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m) return run_ref(ctx);
+  }
+  GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {x.dim(2), x.dim(3)}, kernel));
+  const Dims ydims{n, m, win.out[0], win.out[1]};
+  const Tensor* z = nullptr;
+  if (fused && ctx.has_input(3)) {
+    if (!ctx.input_value(3).is_tensor()) return run_ref(ctx);
+    z = &ctx.input(3);
+    if (z->dtype() != DType::F32 || z->dims() != ydims) return run_ref(ctx);  // broadcasting Z: reference
+  }
+
+  dnnl::post_ops po;
+  std::string act_sig;
+  if (z) po.append_sum(1.f);  // dst holds Z before the run: conv + b + Z, then the activation
+  if (fused && !append_activation(ctx, po, &act_sig)) return run_ref(ctx);
+
+  const std::string key = "conv|" + to_string(x.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
+                          join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) + join(win.pad_end) +
+                          (b ? "b" : "") + (z ? "z" : "") + act_sig;
+  try {
+    auto p = cached<ConvPrim>(key, [&] {
+      auto cp = std::make_shared<ConvPrim>();
+      const memory::dims src_d = to_dims(x.dims()), dst_d = to_dims(ydims);
+      memory::dims wei_d = to_dims(w.dims());
+      if (group > 1) wei_d = {group, m / group, c / group, kernel[0], kernel[1]};
+      cp->src_plain = plain_md(src_d);
+      cp->wei_plain = plain_md(wei_d);
+      cp->dst_plain = plain_md(dst_d);
+      cp->bias_plain = plain_md({m});
+      const auto f32 = memory::data_type::f32;
+      memory::desc src_any(src_d, f32, tag::any), wei_any(wei_d, f32, tag::any), dst_any(dst_d, f32, tag::any);
+      const memory::dims strides{win.strides[0], win.strides[1]};
+      const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
+      const memory::dims pl{win.pad_begin[0], win.pad_begin[1]}, pr{win.pad_end[0], win.pad_end[1]};
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      auto desc = b ? dnnl::convolution_forward::desc(prop, alg, src_any, wei_any, cp->bias_plain, dst_any, strides,
+                                                      dil, pl, pr)
+                    : dnnl::convolution_forward::desc(prop, alg, src_any, wei_any, dst_any, strides, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(po);
+      // User scratchpad: each run brings its own, so concurrent runs of one cached
+      // primitive never share scratch memory.
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+      cp->src_md = pd.src_desc();
+      cp->wei_md = pd.weights_desc();
+      cp->dst_md = pd.dst_desc();
+      cp->scratch_md = pd.scratchpad_desc();
+      cp->prim = dnnl::convolution_forward(pd);
+      return cp;
+    });
+
+    dnnl::engine& eng = cpu_engine();
+    dnnl::stream& s = thread_stream();
+    GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
+    memory src(p->src_plain, eng, const_cast<void*>(x.raw()));
+    if (p->src_md != p->src_plain) {
+      memory blocked(p->src_md, eng);
+      dnnl::reorder(src, blocked).execute(s, src, blocked);
+      src = blocked;
+    }
+    memory wei = reordered_weights(w, p->wei_plain, p->wei_md);
+    memory y_plain(p->dst_plain, eng, y.data<float>());
+    memory dst = p->dst_md == p->dst_plain ? y_plain : memory(p->dst_md, eng);
+    if (z) {
+      memory zm(p->dst_plain, eng, const_cast<void*>(z->raw()));
+      dnnl::reorder(zm, dst).execute(s, zm, dst);
+    }
+    memory scratch(p->scratch_md, eng);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (b) args.emplace(DNNL_ARG_BIAS, memory(p->bias_plain, eng, const_cast<void*>(b->raw())));
+    p->prim.execute(s, args);
+    if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
+    s.wait();
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  } catch (const dnnl::error& e) {
+    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
+    return run_ref(ctx);
+  }
+}
+
+Status conv(KernelContext& ctx) { return conv_impl(ctx, false); }
+Status fused_conv(KernelContext& ctx) { return conv_impl(ctx, true); }
+
+GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
+GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
+
+}  // namespace
+}  // namespace gearbox::dnnl_engine

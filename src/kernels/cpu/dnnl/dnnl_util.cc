@@ -1,0 +1,173 @@
+#include "kernels/cpu/dnnl/dnnl_util.h"
+
+#include <atomic>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+namespace gearbox::dnnl_engine {
+namespace {
+
+// A string-keyed LRU map of shared values, guarded by one mutex.
+class Lru {
+ public:
+  explicit Lru(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<void> get(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void put(const std::string& key, std::shared_ptr<void> v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      it->second->second = std::move(v);
+      order_.splice(order_.begin(), order_, it->second);
+      return;
+    }
+    order_.emplace_front(key, std::move(v));
+    map_[key] = order_.begin();
+    while (order_.size() > capacity_) {
+      map_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.clear();
+    order_.clear();
+  }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<void>>> order_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<void>>>::iterator> map_;
+};
+
+Lru& primitive_lru() {
+  static Lru lru(kPrimitiveCacheCapacity);
+  return lru;
+}
+Lru& weight_lru() {
+  static Lru lru(kWeightCacheCapacity);
+  return lru;
+}
+std::atomic<int64_t> g_reorders{0};
+
+struct WeightEntry {
+  Tensor source;  // keeps the source buffer (and so its address) alive
+  dnnl::memory mem;
+};
+
+std::string md_bytes(const dnnl::memory::desc& md) {
+  return std::string(reinterpret_cast<const char*>(&md.data), sizeof(md.data));
+}
+
+}  // namespace
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(cpu_engine());
+  return s;
+}
+
+dnnl::memory::dims to_dims(const Dims& d) { return dnnl::memory::dims(d.begin(), d.end()); }
+
+dnnl::memory::desc plain_md(const dnnl::memory::dims& d) {
+  dnnl::memory::dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+}
+
+std::shared_ptr<void> primitive_cache_get(const std::string& key) { return primitive_lru().get(key); }
+void primitive_cache_put(const std::string& key, std::shared_ptr<void> value) {
+  primitive_lru().put(key, std::move(value));
+}
+
+dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want) {
+  void* data = const_cast<void*>(w.raw());  // oneDNN takes void*; the source is only read
+  if (want == plain) return dnnl::memory(plain, cpu_engine(), data);
+  std::string key;
+  key.append(std::to_string(reinterpret_cast<uintptr_t>(w.raw()))).append(to_string(w.dims()));
+  key.append(md_bytes(plain)).append(md_bytes(want));
+  if (auto v = weight_lru().get(key)) return std::static_pointer_cast<WeightEntry>(v)->mem;
+  auto e = std::make_shared<WeightEntry>();
+  e->source = w;
+  e->mem = dnnl::memory(want, cpu_engine());
+  dnnl::memory src(plain, cpu_engine(), data);
+  dnnl::stream& s = thread_stream();
+  dnnl::reorder(src, e->mem).execute(s, src, e->mem);
+  s.wait();
+  ++g_reorders;
+  weight_lru().put(key, e);
+  return e->mem;
+}
+
+int64_t weight_reorder_count() { return g_reorders.load(); }
+
+void clear_caches() {
+  primitive_lru().clear();
+  weight_lru().clear();
+}
+
+bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig) {
+  using A = dnnl::algorithm;
+  const std::string act = ctx.attr_string("activation", "");
+  *sig += "act=" + act;
+  if (act.empty()) return true;
+  const std::vector<float> p = ctx.attr_floats("activation_params");
+  auto param = [&](size_t i, float def) { return i < p.size() ? p[i] : def; };
+  // The defaults match the reference (kernels/cpu/ref/fused_activation.cc).
+  float a = 0.f, b = 0.f;
+  if (act == "Relu") {
+    po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f);
+  } else if (act == "LeakyRelu") {
+    a = param(0, 0.01f);
+    po.append_eltwise(1.f, A::eltwise_relu, a, 0.f);  // relu with a negative slope
+  } else if (act == "Sigmoid") {
+    po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f);
+  } else if (act == "Tanh") {
+    po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f);
+  } else if (act == "Clip") {
+    a = param(0, -3.4028234e38f);
+    b = param(1, 3.4028234e38f);
+    po.append_eltwise(1.f, A::eltwise_clip, a, b);
+  } else if (act == "HardSigmoid") {
+    // oneDNN 2.6 has no hardsigmoid: clip(alpha x + beta, 0, 1) as linear then clip.
+    a = param(0, 0.2f);
+    b = param(1, 0.5f);
+    po.append_eltwise(1.f, A::eltwise_linear, a, b);
+    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
+  } else if (act == "HardSwish") {
+    po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);  // x relu6(x + 3) / 6, as ONNX
+  } else if (act == "Silu") {
+    po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f);  // x sigmoid(x)
+  } else if (act == "Gelu") {
+    po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f);
+  } else if (act == "GeluTanh") {
+    po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f);
+  } else {
+    return false;
+  }
+  sig->append("(").append(std::to_string(a)).append(",").append(std::to_string(b)).append(")");
+  return true;
+}
+
+Status run_ref(KernelContext& ctx) {
+  DType dt = ctx.has_input(0) && ctx.input_value(0).is_tensor() ? ctx.input(0).dtype() : DType::Undefined;
+  const KernelDef* def =
+      KernelRegistry::global().find(ctx.op().domain, ctx.op().op_type, ctx.opset(), kEngineRef, dt);
+  if (!def)
+    return ctx.error(ErrorCode::OP_UNSUPPORTED, "no reference kernel to fall back to for dtype ", dtype_name(dt));
+  return def->fn(ctx);
+}
+
+}  // namespace gearbox::dnnl_engine

@@ -1,0 +1,151 @@
+// MatMul (ai.onnx opsets 1-17) and Gemm (opsets 7-17) on oneDNN's matmul primitive,
+// cpu.dnnl engine.
+//
+// MatMul: float32, both inputs of rank >= 2; batch dims broadcast numpy-style (padded to one
+// rank with leading 1s; oneDNN broadcasts size-1 batch dims itself). Gemm: float32, transA/
+// transB as strided descriptors (no transposed copy), alpha as the output scale, beta * C as
+// a sum post-op over a destination pre-filled with C broadcast to (M, N). All layouts are
+// plain row-major (B is read in place). Anything else (1-D operands, other dtypes, shapes
+// that do not match, which the reference reports with its error) runs the cpu.ref kernel of
+// the same op from inside this kernel.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/logging.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
+
+namespace gearbox::dnnl_engine {
+namespace {
+
+using dnnl::memory;
+
+struct MatMulPrim {
+  dnnl::matmul prim;
+  memory::desc a_md, b_md, c_md, scratch_md;
+};
+
+std::shared_ptr<MatMulPrim> make_matmul(const memory::desc& a, const memory::desc& b, const memory::desc& c,
+                                        const dnnl::primitive_attr& attr_in) {
+  auto mp = std::make_shared<MatMulPrim>();
+  dnnl::primitive_attr attr = attr_in;
+  // User scratchpad: concurrent runs of one cached primitive never share scratch memory.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::matmul::desc d(a, b, c);
+  dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
+  mp->a_md = a;
+  mp->b_md = b;
+  mp->c_md = c;
+  mp->scratch_md = pd.scratchpad_desc();
+  mp->prim = dnnl::matmul(pd);
+  return mp;
+}
+
+void run_matmul(const MatMulPrim& p, const void* a, const void* b, float* c) {
+  dnnl::engine& eng = cpu_engine();
+  dnnl::stream& s = thread_stream();
+  memory am(p.a_md, eng, const_cast<void*>(a)), bm(p.b_md, eng, const_cast<void*>(b)), cm(p.c_md, eng, c);
+  memory scratch(p.scratch_md, eng);
+  p.prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  s.wait();
+}
+
+Status matmul(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
+    return run_ref(ctx);
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
+      b.numel() == 0)
+    return run_ref(ctx);
+  const size_t r = std::max(a.rank(), b.rank());
+  Dims ad(r - a.rank(), 1), bd(r - b.rank(), 1);
+  ad.insert(ad.end(), a.dims().begin(), a.dims().end());
+  bd.insert(bd.end(), b.dims().begin(), b.dims().end());
+  if (ad[r - 1] != bd[r - 2]) return run_ref(ctx);  // the reference reports the mismatch
+  Dims cd(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return run_ref(ctx);
+    cd[i] = std::max(ad[i], bd[i]);
+  }
+  cd[r - 2] = ad[r - 2];
+  cd[r - 1] = bd[r - 1];
+  try {
+    const std::string key = "matmul|" + to_string(ad) + to_string(bd);
+    auto p = cached<MatMulPrim>(key, [&] {
+      return make_matmul(plain_md(to_dims(ad)), plain_md(to_dims(bd)), plain_md(to_dims(cd)), dnnl::primitive_attr());
+    });
+    // The output keeps the rank of the higher-rank input.
+    GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
+    run_matmul(*p, a.raw(), b.raw(), y.data<float>());
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  } catch (const dnnl::error& e) {
+    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
+    return run_ref(ctx);
+  }
+}
+
+Status gemm(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
+    return run_ref(ctx);
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 || a.numel() == 0 ||
+      b.numel() == 0)
+    return run_ref(ctx);
+  const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
+  const float alpha = ctx.attr_float("alpha", 1.f), beta = ctx.attr_float("beta", 1.f);
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  const int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb) return run_ref(ctx);
+  const Tensor* c = nullptr;
+  if (ctx.has_input(2) && beta != 0.f) {
+    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+    c = &ctx.input(2);
+    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
+    const Dims& d = c->dims();
+    if (c->dtype() != DType::F32 || d.size() > 2) return run_ref(ctx);
+    const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
+    if ((cm != m && cm != 1) || (cn != n && cn != 1)) return run_ref(ctx);
+  }
+  try {
+    const std::string key = "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
+                            (ta ? "T" : "N") + (tb ? "T" : "N") + std::to_string(alpha) + "|" +
+                            (c ? std::to_string(beta) : std::string("-"));
+    auto p = cached<MatMulPrim>(key, [&] {
+      const auto f32 = memory::data_type::f32;
+      memory::desc amd = ta ? memory::desc({m, k}, f32, {1, m}) : plain_md({m, k});
+      memory::desc bmd = tb ? memory::desc({k, n}, f32, {1, k}) : plain_md({k, n});
+      dnnl::primitive_attr attr;
+      if (alpha != 1.f) attr.set_output_scales(0, {alpha});
+      if (c) {
+        dnnl::post_ops po;
+        po.append_sum(beta);  // dst = alpha A B + beta dst, dst pre-filled with C
+        attr.set_post_ops(po);
+      }
+      return make_matmul(amd, bmd, plain_md({m, n}), attr);
+    });
+    GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {m, n}));
+    float* yp = y.data<float>();
+    if (c) {
+      const Dims& d = c->dims();
+      const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
+      const float* cp = c->data<float>();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) yp[i * n + j] = cp[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+    }
+    run_matmul(*p, a.raw(), b.raw(), yp);
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  } catch (const dnnl::error& e) {
+    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
+    return run_ref(ctx);
+  }
+}
+
+GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineDnnl, {DType::F32}, matmul});
+GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineDnnl, {DType::F32}, gemm});
+
+}  // namespace
+}  // namespace gearbox::dnnl_engine

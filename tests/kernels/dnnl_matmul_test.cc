@@ -1,0 +1,72 @@
+// cpu.dnnl MatMul and Gemm against the cpu.ref kernels: randomized shapes with odd sizes and
+// numpy batch broadcasting (MatMul); transA/transB, alpha, beta and every broadcast form of
+// C (Gemm); and the cases that fall back to the reference inside the kernel.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dnnl_test_util.h"
+
+namespace gearbox {
+namespace {
+
+using testing::attr_float;
+using testing::attr_int;
+using testing::dnnl_random;
+using testing::expect_dnnl_matches_ref;
+using testing::KernelCall;
+using testing::make_call;
+
+TEST(DnnlMatMul, RandomizedBatchBroadcastingAgainstReference) {
+  std::mt19937 g(42);
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(g)]; };
+  for (int it = 0; it < 60; ++it) {
+    const int64_t m = pick({1, 3, 7, 17, 33}), k = pick({1, 3, 7, 17, 64}), n = pick({1, 3, 7, 17, 33});
+    // Batch dims: each side gets 0-2 leading dims; each shared dim is equal or 1 on one side.
+    const size_t ra = static_cast<size_t>(pick({0, 1, 2})), rb = static_cast<size_t>(pick({0, 1, 2}));
+    Dims batch{pick({2, 3}), pick({1, 5})};
+    Dims ad, bd;
+    for (size_t i = 2 - ra; i < 2; ++i) ad.push_back(pick({0, 1}) ? batch[i] : 1);
+    for (size_t i = 2 - rb; i < 2; ++i) bd.push_back(pick({0, 1}) ? batch[i] : 1);
+    ad.insert(ad.end(), {m, k});
+    bd.insert(bd.end(), {k, n});
+    expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random(ad, g), dnnl_random(bd, g)}), k,
+                            "A " + to_string(ad) + " B " + to_string(bd));
+  }
+}
+
+TEST(DnnlMatMul, FallbacksMatchTheReference) {
+  std::mt19937 g(1);
+  // 1-D operands, a K mismatch (ref error), batch dims that do not broadcast (ref error).
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({7}, g), dnnl_random({2, 7, 3}, g)}), 7, "1-D A");
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({7}, g)}), 7, "1-D B");
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({6, 3}, g)}), 7, "K mismatch");
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({2, 4, 7}, g), dnnl_random({3, 7, 3}, g)}), 7,
+                          "batch mismatch");
+}
+
+TEST(DnnlGemm, TransposesAlphaBetaAndBroadcastC) {
+  std::mt19937 g(8);
+  int cases = 0;
+  for (int64_t m : {1, 7, 33})
+    for (int64_t n : {1, 17})
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (int cform = 0; cform < 6; ++cform) {
+            const int64_t k = 13;
+            KernelCall call = make_call("Gemm", 13,
+                                        {dnnl_random(ta ? Dims{k, m} : Dims{m, k}, g), dnnl_random(tb ? Dims{n, k} : Dims{k, n}, g)});
+            call.attrs["transA"] = attr_int(ta);
+            call.attrs["transB"] = attr_int(tb);
+            if (cases % 3 != 0) call.attrs["alpha"] = attr_float(cases % 3 == 1 ? 0.5f : -2.f);
+            if (cases % 2 != 0) call.attrs["beta"] = attr_float(1.5f);
+            const std::vector<Dims> cdims{{}, {n}, {1, n}, {m, 1}, {m, n}};
+            if (cform < 5) call.inputs.push_back(dnnl_random(cdims[static_cast<size_t>(cform)], g));
+            expect_dnnl_matches_ref(call, k, "case " + std::to_string(cases));
+            ++cases;
+          }
+  EXPECT_EQ(cases, 144);
+}
+
+}  // namespace
+}  // namespace gearbox
