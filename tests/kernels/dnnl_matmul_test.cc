@@ -68,5 +68,40 @@ TEST(DnnlGemm, TransposesAlphaBetaAndBroadcastC) {
   EXPECT_EQ(cases, 144);
 }
 
+TEST(DnnlFusedMatMulGemm, BiasAndActivationsAgainstReference) {
+  std::mt19937 g(77);
+  Attribute params;
+  params.type = AttrType::Floats;
+  const std::vector<std::string> acts{"", "Relu", "Gelu", "GeluTanh", "Tanh", "Sigmoid", "LeakyRelu", "Clip"};
+  for (const std::string& act : acts) {
+    params.floats = act == "Clip" ? std::vector<float>{-0.5f, 0.5f} : std::vector<float>{0.2f};
+    for (int variant = 0; variant < 4; ++variant) {
+      // FusedMatMul: batched A, 2-D B, bias [N] (variant 0/1), a broadcasting [M, N] bias
+      // that runs the reference (variant 2), no bias (variant 3).
+      KernelCall mm = make_call("FusedMatMul", 1, {dnnl_random({2, 7, 33}, g), dnnl_random({33, 17}, g)});
+      mm.domain = "com.gearbox";
+      if (variant < 2) mm.inputs.push_back(dnnl_random({17}, g));
+      if (variant == 2) mm.inputs.push_back(dnnl_random({7, 17}, g));
+      if (!act.empty()) {
+        mm.attrs["activation"] = testing::attr_string(act);
+        mm.attrs["activation_params"] = params;
+      }
+      expect_dnnl_matches_ref(mm, 33, "FusedMatMul " + act + " " + std::to_string(variant));
+      // FusedGemm: transB, alpha, beta, C [N] (or none).
+      KernelCall gm = make_call("FusedGemm", 1, {dnnl_random({9, 13}, g), dnnl_random({5, 13}, g)});
+      gm.domain = "com.gearbox";
+      gm.attrs["transB"] = attr_int(1);
+      gm.attrs["alpha"] = attr_float(0.75f);
+      gm.attrs["beta"] = attr_float(variant == 1 ? 0.5f : 1.f);
+      if (variant != 3) gm.inputs.push_back(dnnl_random({5}, g));
+      if (!act.empty()) {
+        gm.attrs["activation"] = testing::attr_string(act);
+        gm.attrs["activation_params"] = params;
+      }
+      expect_dnnl_matches_ref(gm, 13, "FusedGemm " + act + " " + std::to_string(variant));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gearbox

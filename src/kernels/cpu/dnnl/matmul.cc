@@ -7,7 +7,8 @@
 // a sum post-op over a destination pre-filled with C broadcast to (M, N). All layouts are
 // plain row-major (B is read in place). Anything else (1-D operands, other dtypes, shapes
 // that do not match, which the reference reports with its error) runs the cpu.ref kernel of
-// the same op from inside this kernel.
+// the same op from inside this kernel. com.gearbox FusedMatMul (bias [N] as a binary_add
+// post-op) and FusedGemm add the fused activation as eltwise post-ops (dnnl_util.h).
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,6 +24,7 @@ using dnnl::memory;
 struct MatMulPrim {
   dnnl::matmul prim;
   memory::desc a_md, b_md, c_md, scratch_md;
+  memory::desc bias_md;  // FusedMatMul's bias as binary_add post-op 0; zero desc when none
 };
 
 std::shared_ptr<MatMulPrim> make_matmul(const memory::desc& a, const memory::desc& b, const memory::desc& c,
@@ -41,16 +43,20 @@ std::shared_ptr<MatMulPrim> make_matmul(const memory::desc& a, const memory::des
   return mp;
 }
 
-void run_matmul(const MatMulPrim& p, const void* a, const void* b, float* c) {
+void run_matmul(const MatMulPrim& p, const void* a, const void* b, float* c, const void* bias = nullptr) {
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = thread_stream();
   memory am(p.a_md, eng, const_cast<void*>(a)), bm(p.b_md, eng, const_cast<void*>(b)), cm(p.c_md, eng, c);
   memory scratch(p.scratch_md, eng);
-  p.prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  if (bias)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, memory(p.bias_md, eng, const_cast<void*>(bias)));
+  p.prim.execute(s, args);
   s.wait();
 }
 
-Status matmul(KernelContext& ctx) {
+Status matmul_impl(KernelContext& ctx, bool fused) {
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
     return run_ref(ctx);
   const Tensor& a = ctx.input(0);
@@ -70,14 +76,39 @@ Status matmul(KernelContext& ctx) {
   }
   cd[r - 2] = ad[r - 2];
   cd[r - 1] = bd[r - 1];
+  // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (other bias shapes run
+  // the reference), then the activation.
+  const Tensor* bias = nullptr;
+  dnnl::post_ops po;
+  std::string sig;
+  if (fused) {
+    if (ctx.has_input(2)) {
+      if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+      bias = &ctx.input(2);
+      if (bias->dtype() != DType::F32 || bias->rank() != 1 || bias->dim(0) != cd[r - 1]) return run_ref(ctx);
+      memory::dims bdims(r, 1);
+      bdims[r - 1] = cd[r - 1];
+      po.append_binary(dnnl::algorithm::binary_add, plain_md(bdims));
+      sig += "bias";
+    }
+    if (!append_activation(ctx, po, &sig)) return run_ref(ctx);
+  }
   try {
-    const std::string key = "matmul|" + to_string(ad) + to_string(bd);
+    const std::string key = std::string(fused ? "fmatmul|" : "matmul|") + to_string(ad) + to_string(bd) + sig;
     auto p = cached<MatMulPrim>(key, [&] {
-      return make_matmul(plain_md(to_dims(ad)), plain_md(to_dims(bd)), plain_md(to_dims(cd)), dnnl::primitive_attr());
+      dnnl::primitive_attr attr;
+      if (fused) attr.set_post_ops(po);
+      auto mp = make_matmul(plain_md(to_dims(ad)), plain_md(to_dims(bd)), plain_md(to_dims(cd)), attr);
+      if (bias) {
+        memory::dims bdims(r, 1);
+        bdims[r - 1] = cd[r - 1];
+        mp->bias_md = plain_md(bdims);
+      }
+      return mp;
     });
     // The output keeps the rank of the higher-rank input.
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
-    run_matmul(*p, a.raw(), b.raw(), y.data<float>());
+    run_matmul(*p, a.raw(), b.raw(), y.data<float>(), bias ? bias->raw() : nullptr);
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
@@ -86,7 +117,7 @@ Status matmul(KernelContext& ctx) {
   }
 }
 
-Status gemm(KernelContext& ctx) {
+Status gemm_impl(KernelContext& ctx, bool fused) {
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
     return run_ref(ctx);
   const Tensor& a = ctx.input(0);
@@ -109,8 +140,12 @@ Status gemm(KernelContext& ctx) {
     const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
     if ((cm != m && cm != 1) || (cn != n && cn != 1)) return run_ref(ctx);
   }
+  dnnl::post_ops po;
+  std::string sig;
+  if (c) po.append_sum(beta);  // dst = alpha A B + beta dst, dst pre-filled with C
+  if (fused && !append_activation(ctx, po, &sig)) return run_ref(ctx);  // FusedGemm: then the activation
   try {
-    const std::string key = "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
+    const std::string key = sig + "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
                             (ta ? "T" : "N") + (tb ? "T" : "N") + std::to_string(alpha) + "|" +
                             (c ? std::to_string(beta) : std::string("-"));
     auto p = cached<MatMulPrim>(key, [&] {
@@ -119,11 +154,7 @@ Status gemm(KernelContext& ctx) {
       memory::desc bmd = tb ? memory::desc({k, n}, f32, {1, k}) : plain_md({k, n});
       dnnl::primitive_attr attr;
       if (alpha != 1.f) attr.set_output_scales(0, {alpha});
-      if (c) {
-        dnnl::post_ops po;
-        po.append_sum(beta);  // dst = alpha A B + beta dst, dst pre-filled with C
-        attr.set_post_ops(po);
-      }
+      attr.set_post_ops(po);
       return make_matmul(amd, bmd, plain_md({m, n}), attr);
     });
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {m, n}));
@@ -144,8 +175,15 @@ Status gemm(KernelContext& ctx) {
   }
 }
 
+Status matmul(KernelContext& ctx) { return matmul_impl(ctx, false); }
+Status fused_matmul(KernelContext& ctx) { return matmul_impl(ctx, true); }
+Status gemm(KernelContext& ctx) { return gemm_impl(ctx, false); }
+Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
+
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineDnnl, {DType::F32}, matmul});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineDnnl, {DType::F32}, gemm});
+GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
+GBX_REGISTER_KERNEL({"com.gearbox", "FusedGemm", 1, 1, kEngineDnnl, {DType::F32}, fused_gemm});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine
