@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/logging.h"
+#include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
 
@@ -31,6 +32,14 @@ std::string describe_io(const IoInfo& io) { return "'" + io.name + "' (" + to_st
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionOptions options) {
+  // A compiled model (.gbm, told by its magic bytes) holds the optimized graph already:
+  // running the passes again could change it, so the optimizer is off for it.
+  if (gbm::is_gbm_file(path)) {
+    GBX_ASSIGN_OR_RETURN(Model model, gbm::read_file(path));
+    options.optimizer.enabled = false;
+    options.optimizer.use_env = false;
+    return create(std::move(model), std::move(options));
+  }
   ImportOptions io;
   io.check_model = options.check_model;
   GBX_ASSIGN_OR_RETURN(Model model, import_onnx_file(path, io));

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   gearbox::cli::add_smi_command(app, &action);
   gearbox::cli::add_doctor_command(app, &action);
   gearbox::cli::add_serve_command(app, &action);
+  gearbox::cli::add_compile_command(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

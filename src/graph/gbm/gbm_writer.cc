@@ -1,0 +1,189 @@
+// .gbm writer: graph -> FlatBuffers metadata + aligned weight blob + header with checksum.
+#include "graph/gbm/gbm_writer.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "base/logging.h"
+#include "graph/gbm/gbm_format.h"
+#include "graph/gbm/gbm_generated.h"
+
+#ifndef GEARBOX_VERSION_STRING
+#define GEARBOX_VERSION_STRING "unknown"
+#endif
+
+namespace gearbox::gbm {
+
+uint64_t gbm_checksum(const uint8_t* data, size_t size) {
+  uint64_t h = 14695981039346656037ull;
+  const uint64_t prime = 1099511628211ull;
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, data + i, 8);
+    h = (h ^ w) * prime;
+  }
+  for (; i < size; ++i) h = (h ^ data[i]) * prime;
+  return h;
+}
+
+namespace {
+
+namespace fbs = flatbuffers;
+
+class Writer {
+ public:
+  Writer(const Model& model, const WriteOptions& options) : model_(model), options_(options) {}
+
+  Result<std::string> run() {
+    const Graph& g = *model_.graph;
+    for (size_t i = 0; i < g.values.size(); ++i) index_[g.values[i].get()] = static_cast<int>(i);
+    std::vector<fbs::Offset<fb::Value>> values;
+    for (const auto& v : g.values) {
+      GBX_ASSIGN_OR_RETURN(auto off, value(*v));
+      values.push_back(off);
+    }
+    std::vector<fbs::Offset<fb::Node>> nodes;
+    for (const auto& n : g.nodes) {
+      GBX_ASSIGN_OR_RETURN(auto off, node(*n));
+      nodes.push_back(off);
+    }
+    std::vector<fbs::Offset<fb::Opset>> opsets;
+    for (const auto& [domain, version] : model_.opsets)
+      opsets.push_back(fb::CreateOpset(b_, b_.CreateString(domain), version));
+    std::vector<fbs::Offset<fbs::String>> isa;
+    for (const auto& f : options_.required_isa) isa.push_back(b_.CreateString(f));
+    auto memory = fb::CreateMemoryPlan(b_, options_.memory.naive_bytes, options_.memory.planned_bytes,
+                                       options_.memory.lower_bound_bytes, options_.memory.in_place_reuses,
+                                       options_.memory.unsized_values);
+    GBX_ASSIGN_OR_RETURN(auto inputs, indices(g.inputs));
+    GBX_ASSIGN_OR_RETURN(auto outputs, indices(g.outputs));
+    GBX_ASSIGN_OR_RETURN(auto inits, indices(g.initializers));
+    auto root = fb::CreateModel(
+        b_, kFormatVersion, b_.CreateString(GEARBOX_VERSION_STRING), b_.CreateVector(isa),
+        b_.CreateString(options_.precision), model_.ir_version, b_.CreateString(model_.producer_name),
+        b_.CreateString(model_.producer_version), b_.CreateString(g.name), b_.CreateVector(opsets),
+        b_.CreateVector(values), b_.CreateVector(nodes), b_.CreateVector(inputs), b_.CreateVector(outputs),
+        b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json));
+    b_.Finish(root);
+
+    Header h;
+    h.meta_offset = kHeaderSize;
+    h.meta_size = b_.GetSize();
+    h.blob_offset = (h.meta_offset + h.meta_size + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
+    h.blob_size = blob_.size();
+    std::string out(h.blob_offset + h.blob_size, '\0');
+    std::memcpy(out.data() + h.meta_offset, b_.GetBufferPointer(), h.meta_size);
+    if (!blob_.empty()) std::memcpy(out.data() + h.blob_offset, blob_.data(), blob_.size());
+    h.checksum = gbm_checksum(reinterpret_cast<const uint8_t*>(out.data()) + kHeaderSize, out.size() - kHeaderSize);
+    char* p = out.data();
+    std::memcpy(p, kMagic, 4);
+    std::memcpy(p + 4, &h.version, 4);
+    std::memcpy(p + 8, &h.header_size, 4);
+    std::memcpy(p + 12, &h.flags, 4);
+    std::memcpy(p + 16, &h.meta_offset, 8);
+    std::memcpy(p + 24, &h.meta_size, 8);
+    std::memcpy(p + 32, &h.blob_offset, 8);
+    std::memcpy(p + 40, &h.blob_size, 8);
+    std::memcpy(p + 48, &h.checksum, 8);
+    return out;
+  }
+
+ private:
+  Result<int> index(const Value* v) const {
+    if (!v) return -1;
+    auto it = index_.find(v);
+    if (it == index_.end())
+      return make_error(ErrorCode::GBM_UNSUPPORTED, "value '", v->name,
+                        "' is not defined in the main graph (an outer-scope reference)");
+    return it->second;
+  }
+  Result<std::vector<int>> indices(const std::vector<Value*>& vs) const {
+    std::vector<int> out;
+    for (const Value* v : vs) {
+      GBX_ASSIGN_OR_RETURN(int i, index(v));
+      out.push_back(i);
+    }
+    return out;
+  }
+
+  fbs::Offset<fb::TensorData> tensor(const Tensor& t, bool in_blob) {
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    auto d = b_.CreateVector(dims);
+    if (t.dtype() == DType::String) {
+      auto s = b_.CreateVectorOfStrings(t.strings());
+      return fb::CreateTensorData(b_, static_cast<int>(t.dtype()), d, 0, 0, 0, s);
+    }
+    const auto* bytes = static_cast<const uint8_t*>(t.raw());
+    if (!in_blob) {
+      auto data = b_.CreateVector(bytes, t.nbytes());
+      return fb::CreateTensorData(b_, static_cast<int>(t.dtype()), d, 0, 0, data);
+    }
+    size_t offset = (blob_.size() + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
+    blob_.resize(offset + t.nbytes(), 0);
+    if (t.nbytes()) std::memcpy(blob_.data() + offset, bytes, t.nbytes());
+    return fb::CreateTensorData(b_, static_cast<int>(t.dtype()), d, offset, t.nbytes());
+  }
+
+  Result<fbs::Offset<fb::Value>> value(const Value& v) {
+    if (v.type.kind != ValueType::Kind::Tensor)
+      return make_error(ErrorCode::GBM_UNSUPPORTED, "value '", v.name, "' is a ", to_string(v.type),
+                        ", not a tensor");
+    std::vector<fbs::Offset<fb::Dim>> dims;
+    for (const Dim& d : v.type.shape.dims)
+      dims.push_back(fb::CreateDim(b_, d.value, d.symbol.empty() ? 0 : b_.CreateString(d.symbol)));
+    auto type = fb::CreateValueType(b_, static_cast<int>(v.type.dtype), v.type.shape.ranked, b_.CreateVector(dims));
+    fbs::Offset<fb::TensorData> init = 0;
+    // Passes leave the values of removed initializers behind without data: store none.
+    if (v.is_initializer && v.initializer.defined()) init = tensor(v.initializer, /*in_blob=*/true);
+    return fb::CreateValue(b_, b_.CreateString(v.name), type, init);
+  }
+
+  Result<fbs::Offset<fb::Node>> node(const Node& n) {
+    std::vector<fbs::Offset<fb::Attribute>> attrs;
+    for (const auto& [name, a] : n.attrs) {
+      if (a.type == AttrType::Graph || a.type == AttrType::Graphs)
+        return make_error(ErrorCode::GBM_UNSUPPORTED, "node '", n.name, "' (", n.qualified_op(),
+                          ") has the subgraph attribute '", name, "'");
+      fbs::Offset<fb::TensorData> t = 0;
+      if (a.type == AttrType::Tensor) t = tensor(a.t, false);
+      std::vector<fbs::Offset<fb::TensorData>> ts;
+      for (const Tensor& x : a.tensors) ts.push_back(tensor(x, false));
+      attrs.push_back(fb::CreateAttribute(b_, b_.CreateString(name), static_cast<int>(a.type), a.f, a.i,
+                                          b_.CreateString(a.s), t, b_.CreateVector(a.floats), b_.CreateVector(a.ints),
+                                          b_.CreateVectorOfStrings(a.strings), b_.CreateVector(ts)));
+    }
+    GBX_ASSIGN_OR_RETURN(auto ins, indices(n.inputs));
+    GBX_ASSIGN_OR_RETURN(auto outs, indices(n.outputs));
+    return fb::CreateNode(b_, b_.CreateString(n.name), b_.CreateString(n.op_type), b_.CreateString(n.domain), n.opset,
+                          b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs),
+                          b_.CreateString(options_.engine));
+  }
+
+  const Model& model_;
+  const WriteOptions& options_;
+  fbs::FlatBufferBuilder b_{1 << 16};
+  std::map<const Value*, int> index_;
+  std::vector<uint8_t> blob_;
+};
+
+}  // namespace
+
+Result<std::string> serialize(const Model& model, const WriteOptions& options) {
+  if (!model.graph) return make_error(ErrorCode::GBM_UNSUPPORTED, "the model has no graph");
+  return Writer(model, options).run();
+}
+
+Status write_file(const Model& model, const std::string& path, const WriteOptions& options) {
+  GBX_ASSIGN_OR_RETURN(std::string bytes, serialize(model, options));
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot open '", path, "' for writing");
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "writing '", path, "' failed");
+  GBX_LOG_INFO("GBM", "wrote {} ({} bytes)", path, bytes.size());
+  return Status::OK();
+}
+
+}  // namespace gearbox::gbm

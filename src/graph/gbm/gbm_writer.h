@@ -1,0 +1,29 @@
+// Writes a compiled model (.gbm): the (already optimized) graph, its signature, the
+// required CPU features and the memory plan as FlatBuffers metadata, and the initializers
+// as a 64-byte-aligned weight blob. `gearbox compile` is the user of this.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/ir.h"
+#include "graph/memory_plan.h"
+
+namespace gearbox::gbm {
+
+struct WriteOptions {
+  std::vector<std::string> required_isa;  // CPU features a loader must have (empty: generic)
+  std::string precision = "fp32";
+  std::string engine = "cpu.ref";          // recorded per node
+  std::string optimizer_report_json;       // OptimizerReport::to_json() of the compile
+  MemoryPlan memory;                        // the optimizer's memory plan
+};
+
+// The file's bytes. GBM_UNSUPPORTED for subgraphs (If/Loop/Scan bodies) and
+// sequence/optional values, which the format does not store yet.
+Result<std::string> serialize(const Model& model, const WriteOptions& options);
+// serialize() into `path` (FILE_WRITE_FAILED when it cannot be written).
+Status write_file(const Model& model, const std::string& path, const WriteOptions& options);
+
+}  // namespace gearbox::gbm
