@@ -5,17 +5,15 @@
 #include <cstring>
 #include <new>
 
+#include "base/buffer_source.h"
+
 namespace gearbox {
 namespace {
-constexpr size_t kAlignment = 64;
-
 std::shared_ptr<void> aligned_buffer(size_t bytes, bool zero) {
-  size_t padded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (padded == 0) padded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, padded);
-  if (!p) return nullptr;
-  if (zero) std::memset(p, 0, padded);
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  size_t padded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  if (padded == 0) padded = kTensorAlignment;
+  if (BufferSource* source = current_buffer_source()) return source->acquire(padded, zero);
+  return heap_buffer(padded, zero);
 }
 }  // namespace
 

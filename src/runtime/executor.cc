@@ -2,16 +2,22 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <optional>
 #include <unordered_set>
 
 #include "base/logging.h"
 #include "runtime/control_flow.h"
+#include "runtime/op_cost.h"
 
 namespace gearbox {
 
 struct Executor::Frame {
   std::unordered_map<const Value*, RuntimeValue> values;
   const Frame* parent = nullptr;
+  PreparedPlan* prepared = nullptr;  // the run's plan (shared by every frame of the run)
+  Profiler* profiler = nullptr;      // set when the run is profiled
+  int run = 0;                       // the profiler's run index
+  int depth = 0;                     // subgraph nesting (main graph 0)
 
   const RuntimeValue* find(const Value* v) const {
     for (const Frame* f = this; f; f = f->parent) {
@@ -47,6 +53,16 @@ void for_each_subgraph(const Node& n, Fn&& fn) {
 
 }  // namespace
 
+Executor::Executor(std::string engine) : engine_(std::move(engine)) {
+  size_t start = 0;
+  while (start <= engine_.size()) {
+    size_t comma = engine_.find(',', start);
+    if (comma == std::string::npos) comma = engine_.size();
+    if (comma > start) engines_.push_back(engine_.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
 Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine) {
   register_control_flow_kernels();  // idempotent; lives in the runtime layer (needs the IR)
   std::unique_ptr<Executor> ex(new Executor(std::move(engine)));
@@ -72,17 +88,21 @@ Status Executor::plan_graph(const Graph& graph) {
     const Node& n = *graph.nodes[i];
     NodePlan np;
     np.node = &n;
+    np.index = num_nodes_++;
     np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs};
-    for (const auto& def : registry.all())
-      if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine_ && n.opset >= def.since_version &&
-          n.opset <= def.end_version)
-        np.candidates.push_back(&def);
+    // Engines in priority order: a node's candidates are the first engine's kernels, then the
+    // next engine's, so a dtype the preferred engine lacks falls through to the next one.
+    for (const std::string& engine : engines_)
+      for (const auto& def : registry.all())
+        if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine &&
+            n.opset >= def.since_version && n.opset <= def.end_version)
+          np.candidates.push_back(&def);
     if (np.candidates.empty()) {
       bool other_opset = false;
       for (const auto& def : registry.all())
         if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
       return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                        ") has no kernel on engine ", engine_,
+                        ") has no kernel on engine(s) ", engine_,
                         other_opset ? " at this opset (other opsets are supported)" : "");
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
@@ -118,8 +138,19 @@ Status Executor::plan_graph(const Graph& graph) {
   return Status::OK();
 }
 
-Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs) const {
-  return run_graph(*main_, std::move(inputs), nullptr);
+Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs, PreparedPlan* plan,
+                                               Profiler* profiler, int run) const {
+  if (plan && plan->kernels.size() != num_nodes_)
+    return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
+                      num_nodes_);
+  std::optional<ScopedBufferSource> buffers;
+  if (plan) buffers.emplace(&plan->buffers);
+  Frame root;  // carries the run's plan and profiler into run_graph's frames
+  root.prepared = plan;
+  root.profiler = profiler;
+  root.run = run;
+  root.depth = -1;
+  return run_graph(*main_, std::move(inputs), &root);
 }
 
 Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
@@ -131,6 +162,12 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
                       " inputs but got ", inputs.size());
   Frame frame;
   frame.parent = outer;
+  if (outer) {
+    frame.prepared = outer->prepared;
+    frame.profiler = outer->profiler;
+    frame.run = outer->run;
+    frame.depth = outer->depth + 1;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) frame.values[graph.inputs[i]] = std::move(inputs[i]);
   for (const Value* init : graph.initializers) frame.values[init] = RuntimeValue(init->initializer);
   for (const NodePlan& np : plan_it->second.nodes) GBX_RETURN_IF_ERROR(run_node(np, frame));
@@ -144,6 +181,46 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
     outputs.push_back(*rv);
   }
   return outputs;
+}
+
+// The candidate for the dtype of the input that decides it. ONNX types are static, so the
+// choice holds for every later run of the same plan.
+Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const std::vector<const RuntimeValue*>& ins) const {
+  DType decisive = DType::Undefined;
+  for (const KernelDef* cand : np.candidates) {
+    size_t di = static_cast<size_t>(cand->dtype_input);
+    DType dt = di < ins.size() && ins[di] && ins[di]->is_tensor() ? ins[di]->tensor().dtype() : DType::Undefined;
+    if (dt == DType::Undefined || cand->dtypes.empty() ||
+        std::find(cand->dtypes.begin(), cand->dtypes.end(), dt) != cand->dtypes.end())
+      return cand;
+    decisive = dt;
+  }
+  const Node& n = *np.node;
+  return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
+                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", engine_);
+}
+
+void Executor::record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx,
+                      const std::vector<RuntimeValue>& outs, const Frame& frame, int64_t begin_ns) const {
+  Profiler& prof = *frame.profiler;
+  OpRecord r;
+  r.end_ns = prof.now_ns();  // first: the bookkeeping below is not the kernel's time
+  r.begin_ns = begin_ns;
+  r.node = np.node->name;
+  r.op_type = np.node->qualified_op();
+  r.engine = std::string(def.engine);
+  r.run = frame.run;
+  r.depth = frame.depth;
+  r.thread = prof.thread_id();
+  for (size_t i = 0; i < ctx.num_inputs(); ++i)
+    r.input_dims.push_back(ctx.has_input(i) && ctx.input_value(i).is_tensor() ? ctx.input(i).dims() : Dims{});
+  for (const RuntimeValue& v : outs) r.output_dims.push_back(v.is_tensor() ? v.tensor().dims() : Dims{});
+  OpCost cost = op_cost(ctx, outs);
+  r.flops = cost.flops;
+  r.bytes_read = cost.bytes_read;
+  r.bytes_written = cost.bytes_written;
+  if (frame.prepared) r.pool_bytes_in_use = frame.prepared->buffers.stats().bytes_in_use;
+  prof.add(std::move(r));
 }
 
 Status Executor::run_node(const NodePlan& np, Frame& frame) const {
@@ -161,22 +238,11 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
                         "' has no value at run time");
     ins.push_back(rv);
   }
-  // Pick the kernel for the dtype of the input that decides it.
-  const KernelDef* def = nullptr;
-  DType decisive = DType::Undefined;
-  for (const KernelDef* cand : np.candidates) {
-    size_t di = static_cast<size_t>(cand->dtype_input);
-    DType dt = di < ins.size() && ins[di] && ins[di]->is_tensor() ? ins[di]->tensor().dtype() : DType::Undefined;
-    if (dt == DType::Undefined || cand->dtypes.empty() ||
-        std::find(cand->dtypes.begin(), cand->dtypes.end(), dt) != cand->dtypes.end()) {
-      def = cand;
-      break;
-    }
-    decisive = dt;
+  const KernelDef* def = frame.prepared ? frame.prepared->kernels[np.index].load(std::memory_order_acquire) : nullptr;
+  if (!def) {
+    GBX_ASSIGN_OR_RETURN(def, pick_kernel(np, ins));
+    if (frame.prepared) frame.prepared->kernels[np.index].store(def, std::memory_order_release);
   }
-  if (!def)
-    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
-                      n.opset, ") has no ", engine_, " kernel for dtype ", dtype_name(decisive));
   std::vector<RuntimeValue> outs(n.outputs.size());
   SubgraphRunner runner = [this, &frame](const Graph& body, std::vector<RuntimeValue> in) {
     return run_graph(body, std::move(in), &frame);
@@ -184,7 +250,9 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const int64_t begin_ns = frame.profiler ? frame.profiler->now_ns() : 0;
   Status st = def->fn(ctx);
+  if (frame.profiler && st.ok()) record(np, *def, ctx, outs, frame, begin_ns);
   if (!st.ok()) {
     // Kernels prefix their own node context; add it for those that did not.
     if (st.message().rfind("node '", 0) != 0) return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");

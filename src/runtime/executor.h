@@ -4,8 +4,10 @@
 // enclosing one, so they read outer-scope values without copies.
 //
 // Kernels are resolved once at creation (OP_UNSUPPORTED for any node no engine serves);
-// the dtype-specific kernel is picked per run from that short candidate list. run() is
-// const and keeps all per-run state on the stack, so concurrent runs are safe.
+// the dtype-specific kernel is picked from that short candidate list on the first run of a
+// prepared plan (runtime/plan_cache.h) and reused by later runs of the same plan. A run with a
+// plan also takes its tensor buffers from the plan's BufferPool. run() is const and keeps all
+// per-run state on the stack, so concurrent runs are safe.
 #pragma once
 
 #include <memory>
@@ -15,18 +17,26 @@
 
 #include "graph/ir.h"
 #include "kernels/kernel.h"
+#include "runtime/plan_cache.h"
+#include "runtime/profiler.h"
 
 namespace gearbox {
 
 class Executor {
  public:
   static Result<std::unique_ptr<Executor>> create(const Model& model, std::string engine);
-  // Inputs in the main graph's input order; outputs in its output order.
-  Result<std::vector<RuntimeValue>> run(std::vector<RuntimeValue> inputs) const;
+  // Inputs in the main graph's input order; outputs in its output order. With a plan, the
+  // run reuses (and fills in) its kernel choices and allocates from its buffer pool.
+  // With a profiler, every node executed is recorded under run index `run`.
+  Result<std::vector<RuntimeValue>> run(std::vector<RuntimeValue> inputs, PreparedPlan* plan = nullptr,
+                                        Profiler* profiler = nullptr, int run = 0) const;
+  // Nodes of every graph (main and subgraphs): the size of PreparedPlan::kernels.
+  size_t num_nodes() const { return num_nodes_; }
 
  private:
   struct NodePlan {
     const Node* node = nullptr;
+    size_t index = 0;  // across all graphs: the slot in PreparedPlan::kernels
     OpInfo info;
     std::vector<const KernelDef*> candidates;  // same (domain, op, opset, engine); differ in dtypes
     std::vector<bool> wanted;                  // which outputs the graph uses
@@ -37,14 +47,19 @@ class Executor {
   };
   struct Frame;
 
-  explicit Executor(std::string engine) : engine_(std::move(engine)) {}
+  explicit Executor(std::string engine);
   Status plan_graph(const Graph& graph);
   Result<std::vector<RuntimeValue>> run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
                                               const Frame* outer) const;
   Status run_node(const NodePlan& plan, Frame& frame) const;
+  void record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx, const std::vector<RuntimeValue>& outs,
+              const Frame& frame, int64_t begin_ns) const;
+  Result<const KernelDef*> pick_kernel(const NodePlan& np, const std::vector<const RuntimeValue*>& ins) const;
 
-  std::string engine_;
+  std::string engine_;                // as given: "cpu.dnnl,cpu.ref"
+  std::vector<std::string> engines_;  // split, in priority order
   const Graph* main_ = nullptr;
+  size_t num_nodes_ = 0;
   std::unordered_map<const Graph*, GraphPlan> plans_;
 };
 

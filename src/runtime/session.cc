@@ -10,6 +10,8 @@
 #include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
+#include "runtime/plan_cache.h"
+#include "runtime/profiler.h"
 
 namespace gearbox {
 
@@ -28,6 +30,37 @@ void apply_threads(int requested) {
 }
 
 std::string describe_io(const IoInfo& io) { return "'" + io.name + "' (" + to_string(io.type) + ")"; }
+
+size_t plan_cache_capacity(int requested) {
+  if (requested >= 0) return static_cast<size_t>(requested);
+  const char* env = std::getenv("GEARBOX_PLAN_CACHE_SIZE");
+  if (env && *env) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end && *end == '\0' && n >= 0) return static_cast<size_t>(n);
+    GBX_LOG_WARN("EXEC", "GEARBOX_PLAN_CACHE_SIZE='{}' is not a non-negative integer; using 8", env);
+  }
+  return 8;
+}
+
+// What a prepared plan is specific to: the dtype and dims of every input, in input order,
+// e.g. "float32[1,3,224,224];int64[1,128]".
+std::string shape_signature(const std::vector<RuntimeValue>& inputs) {
+  std::string sig;
+  for (const RuntimeValue& v : inputs) {
+    if (!sig.empty()) sig += ';';
+    if (v.is_tensor()) {
+      sig += describe(v.tensor());
+    } else if (v.is_sequence()) {
+      sig += "seq<" + std::string(dtype_name(v.sequence().elem_dtype)) + ">(";
+      for (const Tensor& t : v.sequence().tensors) sig += to_string(t.dims());
+      sig += ')';
+    } else {
+      sig += "none";
+    }
+  }
+  return sig;
+}
 
 }  // namespace
 
@@ -55,6 +88,8 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
   GBX_RETURN_IF_ERROR(optimize(s->model_, s->options_.optimizer).status());
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
+  s->plan_cache_ =
+      std::make_unique<PlanCache>(plan_cache_capacity(s->options_.plan_cache_size), s->executor_->num_nodes());
   return s;
 }
 
@@ -81,18 +116,44 @@ Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const
   return Status::OK();
 }
 
-Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds) const {
+Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
+                                                     Profiler* profiler) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
   std::vector<RuntimeValue> ordered;
   ordered.reserve(inputs_.size());
   for (const auto& io : inputs_) ordered.push_back(feeds.at(io.name));
-  return executor_->run(std::move(ordered));
+  std::string signature = shape_signature(ordered);
+  bool prepared = false;
+  std::shared_ptr<PreparedPlan> plan = plan_cache_->acquire(signature, &prepared);
+  uint64_t runs = ++plan->runs;
+  if (prepared) {
+    PlanCacheStats st = plan_cache_->stats();
+    GBX_LOG_DEBUG("EXEC", "prepared plan for {} ({} of {} signatures cached)", signature, st.size, st.capacity);
+  } else {
+    GBX_LOG_DEBUG("EXEC", "reused plan for {} (run {})", signature, runs);
+  }
+  if (!profiler) return executor_->run(std::move(ordered), plan.get());
+  const int run = profiler->begin_run();
+  const int64_t begin_ns = profiler->now_ns();
+  auto result = executor_->run(std::move(ordered), plan.get(), profiler, run);
+  profiler->end_run(run, begin_ns);
+  return result;
 }
 
-Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds) const {
+device::Event Session::run_async(std::map<std::string, Tensor> inputs, device::Stream& stream,
+                                 std::vector<Tensor>* outputs) const {
+  return stream.enqueue([this, inputs = std::move(inputs), outputs]() -> Status {
+    GBX_ASSIGN_OR_RETURN(*outputs, run(inputs));
+    return Status::OK();
+  });
+}
+
+PlanCacheStats Session::plan_cache_stats() const { return plan_cache_->stats(); }
+
+Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds, Profiler* profiler) const {
   std::map<std::string, RuntimeValue> values;
   for (const auto& [k, v] : feeds) values.emplace(k, RuntimeValue(v));
-  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values));
+  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values, profiler));
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].is_tensor())

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/tensor.h"
+#include "device/stream.h"
 #include "graph/ir.h"
 #include "graph/optimizer.h"
 #include "kernels/kernel.h"
@@ -22,9 +23,14 @@ namespace gearbox {
 
 struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
-  std::string engine{kEngineRef};    // the engine kernels are taken from
+  // Engines kernels are taken from, in priority order ("cpu.dnnl,cpu.ref"): a node runs on the
+  // first engine with a kernel for its op, opset and dtype.
+  std::string engine{kEngineRef};
   bool check_model = true;           // run onnx's checker at import
   OptimizerOptions optimizer;        // graph passes run at create (graph/optimizer.h)
+  // Shape signatures whose prepared plan (kernel choices, recycled buffers) is kept; the
+  // least recently used is evicted beyond it. -1: GEARBOX_PLAN_CACHE_SIZE, else 8. 0: none.
+  int plan_cache_size = -1;
 };
 
 // A model input or output as the model declares it.
@@ -34,6 +40,9 @@ struct IoInfo {
 };
 
 class Executor;
+class PlanCache;
+class Profiler;
+struct PlanCacheStats;
 
 class Session {
  public:
@@ -50,9 +59,20 @@ class Session {
   // Runs with named inputs; returns outputs in the model's output order. Every model input
   // must be given (INPUT_MISSING), names must exist (INPUT_UNKNOWN), dtypes and fixed dims
   // must match (INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH).
-  Result<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs) const;
+  // With a profiler, every node executed is recorded in it (runtime/profiler.h).
+  Result<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
+                                               Profiler* profiler = nullptr) const;
   // Tensor-only convenience wrapper (sequence/optional outputs are an error here).
-  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs) const;
+  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, Profiler* profiler = nullptr) const;
+
+  // Enqueues a run on `stream` and returns at once; the event completes when `*outputs` holds
+  // the outputs, or with the run's error. Runs on one stream execute in order, runs on
+  // different streams concurrently. The session and `*outputs` must outlive the event.
+  device::Event run_async(std::map<std::string, Tensor> inputs, device::Stream& stream,
+                          std::vector<Tensor>* outputs) const;
+
+  // Hits, misses and evictions of the per-shape-signature plan cache (runtime/plan_cache.h).
+  PlanCacheStats plan_cache_stats() const;
 
  private:
   Session() = default;
@@ -62,6 +82,7 @@ class Session {
   SessionOptions options_;
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<PlanCache> plan_cache_;
 };
 
 }  // namespace gearbox

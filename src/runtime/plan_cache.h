@@ -1,0 +1,69 @@
+// PlanCache: what a Session prepares once per input shape signature, kept in a bounded LRU.
+//
+// A model with symbolic dims runs at many shapes. What is specific to a shape signature
+// (the dtypes and dims of every input) is prepared on the first run with it and reused by
+// every later run with the same signature:
+//   * the kernel chosen for each node (dtype dispatch resolved once, for every node of every
+//     subgraph);
+//   * the buffers of the run: a BufferPool sized by the first run and then only reused, so a
+//     repeated call allocates nothing new.
+// The cache holds at most `capacity` signatures (SessionOptions::plan_cache_size,
+// GEARBOX_PLAN_CACHE_SIZE); the least recently used one is evicted (its idle buffers freed).
+// Capacity 0 disables caching: every run prepares a plan of its own and drops it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/kernel.h"
+#include "runtime/buffer_pool.h"
+
+namespace gearbox {
+
+struct PreparedPlan {
+  PreparedPlan(std::string sig, size_t num_nodes) : signature(std::move(sig)), kernels(num_nodes) {}
+  const std::string signature;
+  BufferPool buffers;
+  // The kernel picked for node i (Executor's node index across all graphs); null until the
+  // first run that reaches the node resolves it.
+  std::vector<std::atomic<const KernelDef*>> kernels;
+  std::atomic<uint64_t> runs{0};
+};
+
+struct PlanCacheStats {
+  size_t capacity = 0;
+  size_t size = 0;           // signatures cached now
+  uint64_t prepared = 0;     // runs that had to prepare a plan (misses)
+  uint64_t reused = 0;       // runs that found their plan (hits)
+  uint64_t evicted = 0;
+  uint64_t fresh_buffers = 0;   // over the cached plans: heap allocations ...
+  uint64_t reused_buffers = 0;  // ... and allocations served by recycling
+};
+
+class PlanCache {
+ public:
+  PlanCache(size_t capacity, size_t num_nodes) : capacity_(capacity), num_nodes_(num_nodes) {}
+
+  // The plan for `signature`, prepared (and the LRU entry evicted if full) when absent;
+  // `*prepared` says which happened.
+  std::shared_ptr<PreparedPlan> acquire(const std::string& signature, bool* prepared);
+  PlanCacheStats stats() const;
+
+ private:
+  using Lru = std::list<std::shared_ptr<PreparedPlan>>;  // most recent first
+  const size_t capacity_;
+  const size_t num_nodes_;
+  mutable std::mutex mu_;
+  Lru lru_;
+  std::unordered_map<std::string, Lru::iterator> index_;
+  uint64_t prepared_ = 0, reused_ = 0, evicted_ = 0;
+};
+
+}  // namespace gearbox
