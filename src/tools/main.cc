@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::function<int()> action;
   gearbox::cli::add_run_command(app, &action);
+  gearbox::cli::add_profile_command(app, &action);
   gearbox::cli::add_explain_command(app, &action);
   gearbox::cli::add_demo_command(app, &action);
   gearbox::cli::add_smi_command(app, &action);

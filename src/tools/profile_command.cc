@@ -1,0 +1,165 @@
+// `gearbox profile MODEL --output-dir DIR`: runs a model under the executor's profiling hooks
+// and writes trace.json (Chrome trace events), op_summary.csv, memory.csv and report.html,
+// with the advisor's findings also printed on stdout.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "device/calibration.h"
+#include "device/device.h"
+#include "device/memory_pool.h"
+#include "graph/onnx_importer.h"
+#include "graph/optimizer.h"
+#include "runtime/profiler.h"
+#include "runtime/session.h"
+#include "tools/commands.h"
+#include "tools/model_inputs.h"
+#include "tools/profile_report.h"
+
+namespace gearbox::cli {
+namespace {
+
+struct ProfileOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  bool random_inputs = false;
+  int loop = 10;
+  int warmup = 1;
+  int threads = 0;
+  std::string output_dir;
+  std::vector<std::string> disabled_passes;
+};
+
+Status write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write '", path.string(), "'");
+  return Status::OK();
+}
+
+// The roofline: cached calibration when there is one, else a quick measurement (~0.1 s a rate).
+Roofline measure_roofline() {
+  Roofline r;
+  auto dev = device::get_device(device::DeviceKind::CPU, 0);
+  if (!dev.ok()) return r;
+  const auto& caps = (*dev)->capabilities();
+  std::optional<device::Peaks> peaks = device::load_cached_peaks(caps);
+  r.source = "calibration cache";
+  if (!peaks) {
+    auto measured = (*dev)->measure_peaks(100);
+    if (!measured.ok()) return r;
+    peaks = *measured;
+    r.source = "quick measurement (gearbox smi --calibrate caches a longer one)";
+  }
+  r.peak_gflops = peaks->fp32_gflops.value_or(0);
+  r.bandwidth_gbs = peaks->bandwidth_gbs.value_or(0);
+  return r;
+}
+
+// Fusion passes switched off for this run that would have matched: the advisor's "unfused"
+// evidence. Costs a second import, so it is only done when some pass is off.
+std::vector<std::string> unfused_patterns(const ProfileOptions& o) {
+  const char* env = std::getenv("GEARBOX_DISABLE_PASSES");
+  if (o.disabled_passes.empty() && !(env && *env)) return {};
+  auto model = import_onnx_file(o.model);
+  if (!model.ok()) return {};
+  OptimizerOptions asked;
+  asked.disabled_passes = o.disabled_passes;
+  asked.plan_memory = false;
+  OptimizerOptions all_on;
+  all_on.use_env = false;
+  all_on.plan_memory = false;
+  auto full = optimize(*model, all_on);
+  auto off = import_onnx_file(o.model);
+  if (!full.ok() || !off.ok()) return {};
+  auto as_run = optimize(*off, asked);
+  if (!as_run.ok()) return {};
+  std::vector<std::string> out;
+  for (const PassReport& p : as_run->passes) {
+    int m = full->matches(p.name);
+    if (!p.ran && m > 0)
+      out.push_back(fmt::format("pass {} is off; with it on it matches {} time(s) in this model", p.name, m));
+  }
+  return out;
+}
+
+int profile(const ProfileOptions& o) {
+  if (o.loop < 1 || o.warmup < 0)
+    return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+  SessionOptions so;
+  so.threads = o.threads;
+  so.optimizer.disabled_passes = o.disabled_passes;
+  auto session = Session::load(o.model, so);
+  if (!session.ok()) return report(session.status());
+  auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
+  if (!feeds.ok()) return report(feeds.status());
+  std::error_code ec;
+  std::filesystem::create_directories(o.output_dir, ec);
+  if (ec)
+    return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
+
+  for (int i = 0; i < o.warmup; ++i) {
+    auto r = (*session)->run(*feeds);
+    if (!r.ok()) return report(r.status());
+  }
+  Profiler profiler;
+  for (int i = 0; i < o.loop; ++i) {
+    auto r = (*session)->run(*feeds, &profiler);
+    if (!r.ok()) return report(r.status());
+  }
+
+  ProfileData d;
+  d.model = o.model;
+  d.ops = profiler.ops();
+  d.runs = profiler.runs();
+  d.roofline = measure_roofline();
+  d.disabled_passes = o.disabled_passes;
+  d.unfused_patterns = unfused_patterns(o);
+  if (auto dev = device::get_device(device::DeviceKind::CPU, 0); dev.ok())
+    if (auto pool = (*dev)->pool(); pool.ok()) d.pool_capacity = (*pool)->stats().capacity;
+
+  const std::filesystem::path dir(o.output_dir);
+  for (const auto& [name, text] : {std::pair<const char*, std::string>{"trace.json", trace_json(d)},
+                                   {"op_summary.csv", op_summary_csv(d)},
+                                   {"memory.csv", memory_csv(d)},
+                                   {"report.html", report_html(d)}}) {
+    Status st = write_file(dir / name, text);
+    if (!st.ok()) return report(st);
+  }
+  const double run_ms = total_run_ms(d);
+  std::cout << fmt::format("profiled {} run(s) of {}: {:.3f} ms per run, {} op executions\n", d.runs.size(), o.model,
+                           run_ms / static_cast<double>(d.runs.size()), d.ops.size());
+  int shown = 0;
+  for (const OpSummary& s : summarize(d)) {
+    if (s.kind != "op_type" || shown++ >= 5) continue;
+    std::cout << fmt::format("  {:<28} {:>5} calls {:>10.3f} ms {:>5.1f}%  {:>8.2f} GFLOP/s\n", s.op_type, s.calls,
+                             s.total_ms, run_ms > 0 ? 100 * s.total_ms / run_ms : 0, s.gflops_per_s());
+  }
+  for (const Finding& f : advise(d)) std::cout << "advisor [" << f.rule << "] " << f.evidence << "\n  fix: " << f.fix << "\n";
+  std::cout << "wrote " << (dir / "trace.json").string() << ", op_summary.csv, memory.csv, report.html\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, std::function<int()>* action) {
+  auto o = std::make_shared<ProfileOptions>();
+  CLI::App* sub = app.add_subcommand("profile", "Profile a model: timeline, op and memory views, roofline, advisor");
+  sub->add_option("model", o->model, "The model (.onnx)")->required();
+  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
+  sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
+  sub->add_option("--loop", o->loop, "Profiled runs (default 10)");
+  sub->add_option("--warmup", o->warmup, "Unprofiled runs first (default 1)");
+  sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
+  sub->add_option("--disable-pass", o->disabled_passes, "Switch an optimizer pass off (repeatable)");
+  sub->add_option("--output-dir", o->output_dir, "Where trace.json, op_summary.csv, memory.csv, report.html go")
+      ->required();
+  sub->callback([o, action] { *action = [o] { return profile(*o); }; });
+}
+
+}  // namespace gearbox::cli

@@ -1,0 +1,69 @@
+// What `gearbox profile` writes, computed from a Profiler's records: per-op summaries with
+// roofline figures, the Chrome trace, the memory timeline, the advisor's findings and the
+// self-contained HTML page.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/profiler.h"
+
+namespace gearbox::cli {
+
+// The device's peak rates the roofline is drawn against.
+struct Roofline {
+  double peak_gflops = 0;    // fp32
+  double bandwidth_gbs = 0;  // memory
+  std::string source;        // "calibration cache", "quick measurement"
+  double ridge() const { return bandwidth_gbs > 0 ? peak_gflops / bandwidth_gbs : 0; }
+};
+
+// One row of op_summary.csv: an op type ("op_type" rows) or one node ("node" rows).
+struct OpSummary {
+  std::string kind;  // "op_type" or "node"
+  std::string name;  // the op type, or the node name
+  std::string op_type;
+  std::string engine;
+  int calls = 0;
+  double total_ms = 0, min_ms = 0, max_ms = 0;
+  double flops = 0;
+  double bytes = 0;
+  double mean_ms() const { return calls ? total_ms / calls : 0; }
+  double gflops_per_s() const { return total_ms > 0 ? flops / (total_ms * 1e6) : 0; }
+  double gb_per_s() const { return total_ms > 0 ? bytes / (total_ms * 1e6) : 0; }
+  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+};
+
+struct Finding {
+  std::string rule;      // "idle-gaps", "copies", "below-roofline", "memory-peak", "unfused", "preprocessing"
+  std::string evidence;  // figures from this profile
+  std::string fix;
+};
+
+struct ProfileData {
+  std::string model;
+  std::vector<OpRecord> ops;
+  std::vector<RunRecord> runs;
+  Roofline roofline;
+  std::optional<size_t> pool_capacity;     // the device pool's capacity, when known
+  std::vector<std::string> disabled_passes;  // optimizer passes switched off for this run
+  std::vector<std::string> unfused_patterns; // "Conv+Relu (3 left unfused; pass fuse_conv is off)"
+};
+
+// Rows by op type, then by node; each group sorted by total time, largest first.
+std::vector<OpSummary> summarize(const ProfileData& d);
+// Total wall time of the profiled runs, ms.
+double total_run_ms(const ProfileData& d);
+// Sum of the main-graph op slices, ms (subgraph ops are inside their If/Loop node's slice).
+double total_op_ms(const ProfileData& d);
+double attainable_gflops(const Roofline& r, double intensity);
+
+std::vector<Finding> advise(const ProfileData& d);
+
+std::string trace_json(const ProfileData& d);
+std::string op_summary_csv(const ProfileData& d);
+std::string memory_csv(const ProfileData& d);
+std::string report_html(const ProfileData& d);
+
+}  // namespace gearbox::cli
