@@ -6,9 +6,9 @@ Usage: check_profile.py --gearbox BIN --work-dir DIR
 * trace.json is valid trace-event JSON (every event has the fields its phase needs) and the
   main-graph op slices of each run add up to within 5% of the run's slice;
 * op_summary.csv's op-type totals agree with the trace's slices;
-* FLOPs of Conv, MatMul and Gemm equal the hand-computed 2*M*N*K-style counts;
+* FLOPs of Conv (fused and not), MatMul and Gemm equal the hand-computed 2*M*N*K-style counts;
 * the advisor flags a planted problem for the rules that can be planted in a small model:
-  copies (Transpose-dominated), preprocessing (Resize-dominated), unfused (a fusion pass
+  copies (Transpose-dominated), preprocessing (Resize-dominated), unfused (conv_fusion
   switched off), memory-peak (a device pool smaller than the tensors), idle-gaps (hundreds of
   one-element ops).
 """
@@ -56,9 +56,9 @@ def compute_model(path):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 28, 28]),
          helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 64, 128]),
          helper.make_tensor_value_info("g", TensorProto.FLOAT, [8, 256])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("q", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 28, 28]),
+         helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 64, 96]),
+         helper.make_tensor_value_info("q", TensorProto.FLOAT, [8, 128])],
         [init("w", (32, 16, 3, 3), 1), init("b", (128, 96), 2), init("h", (256, 128), 3)])
     return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
@@ -73,7 +73,7 @@ def transpose_model(path):
     nodes.append(helper.make_node("Relu", [prev], ["y"], name="relu"))
     g = helper.make_graph(nodes, "transposes",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 128, 128])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 128, 128])])
     return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
@@ -82,7 +82,7 @@ def resize_model(path):
              helper.make_node("Relu", ["r"], ["y"], name="relu")]
     g = helper.make_graph(nodes, "resize",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 256, 256])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 512, 512])],
                           [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
     return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
@@ -95,7 +95,7 @@ def tiny_ops_model(path):
         prev = f"n{i}"
     nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
     g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
@@ -122,7 +122,7 @@ def main():
 
     # ---- trace, summary and FLOPs on the compute model ----
     out = w("compute")
-    r = profile(a.gearbox, compute_model(w("compute.onnx")), out, ["--disable-pass", "all"] if False else [])
+    r = profile(a.gearbox, compute_model(w("compute.onnx")), out)
     check(r.returncode == 0, "profile of the compute model exits 0")
     if r.returncode == 0:
         with open(os.path.join(out, "trace.json")) as f:
@@ -149,13 +149,14 @@ def main():
         trace_ms = sum(e["dur"] for e in ops if e["args"]["depth"] == 0) / 1e3
         check(abs(type_total_ms - trace_ms) <= 1e-3 * max(trace_ms, 1e-9) + 1e-3,
               f"op_summary op-type total {type_total_ms:.4f} ms equals the trace's {trace_ms:.4f} ms")
-        node = {x["name"]: x for x in rows if x["kind"] == "node"}
-        hand = {"conv": 2 * 1 * 32 * 28 * 28 * (16 * 3 * 3),
-                "matmul": 2 * 64 * 96 * 128,
-                "gemm": 2 * 8 * 128 * 256}
-        for name, flops in hand.items():
-            got = float(node[name]["flops"]) / int(node[name]["calls"]) if name in node else -1
-            check(got == flops, f"{name} FLOPs per call {got:.0f} == hand-computed {flops}")
+        # The optimizer fuses conv+relu into com.gearbox.FusedConv: find rows by op type.
+        node = {x["op_type"].split(".")[-1]: x for x in rows if x["kind"] == "node"}
+        hand = {"FusedConv": 2 * 1 * 32 * 28 * 28 * (16 * 3 * 3),
+                "MatMul": 2 * 64 * 96 * 128,
+                "Gemm": 2 * 8 * 128 * 256}
+        for op, flops in hand.items():
+            got = float(node[op]["flops"]) / int(node[op]["calls"]) if op in node else -1
+            check(got == flops, f"{op} FLOPs per call {got:.0f} == hand-computed {flops}")
         check(all(int(node[n]["calls"]) == 3 for n in hand if n in node), "each node is called once per run")
         with open(os.path.join(out, "memory.csv")) as f:
             mem = list(csv.DictReader(f))
@@ -164,6 +165,17 @@ def main():
         html = open(os.path.join(out, "report.html")).read()
         check("<svg" in html and "http://" not in html.replace("http://www.w3.org", "") and "<script src" not in html,
               "report.html is self-contained (inline SVG, no network references)")
+
+    # ---- the plain Conv's FLOPs, with fusion off; and the advisor names the switched-off pass ----
+    r = profile(a.gearbox, w("compute.onnx"), w("compute_unfused"), ["--disable-pass", "conv_fusion"])
+    check(r.returncode == 0, "profile with conv_fusion off exits 0")
+    if r.returncode == 0:
+        with open(w("compute_unfused", "op_summary.csv")) as f:
+            rows = {x["name"]: x for x in csv.DictReader(f) if x["kind"] == "node"}
+        flops = 2 * 1 * 32 * 28 * 28 * (16 * 3 * 3)
+        got = float(rows["conv"]["flops"]) / int(rows["conv"]["calls"]) if "conv" in rows else -1
+        check(got == flops, f"Conv FLOPs per call {got:.0f} == hand-computed {flops}")
+        check("unfused" in rules(r.stdout), "advisor flags the Conv+Relu left unfused by --disable-pass conv_fusion")
 
     # ---- advisor: planted problems ----
     r = profile(a.gearbox, transpose_model(w("transpose.onnx")), w("transpose"),
