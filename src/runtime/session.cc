@@ -87,6 +87,10 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
   GBX_RETURN_IF_ERROR(optimize(s->model_, s->options_.optimizer).status());
+  if (s->options_.engine.empty()) {
+    const char* env = std::getenv("GEARBOX_ENGINES");
+    s->options_.engine = env && *env ? std::string(env) : std::string(kDefaultEngines);
+  }
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
   s->plan_cache_ =
       std::make_unique<PlanCache>(plan_cache_capacity(s->options_.plan_cache_size), s->executor_->num_nodes());

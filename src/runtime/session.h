@@ -21,11 +21,16 @@
 
 namespace gearbox {
 
+// oneDNN first for what it serves (Conv, MatMul, Gemm and their fused forms, f32), the
+// reference engine for everything else.
+inline constexpr std::string_view kDefaultEngines = "cpu.dnnl,cpu.ref";
+
 struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
   // Engines kernels are taken from, in priority order ("cpu.dnnl,cpu.ref"): a node runs on the
-  // first engine with a kernel for its op, opset and dtype.
-  std::string engine{kEngineRef};
+  // first engine with a kernel for its op, opset and dtype. Empty: GEARBOX_ENGINES, else
+  // kDefaultEngines.
+  std::string engine;
   bool check_model = true;           // run onnx's checker at import
   OptimizerOptions optimizer;        // graph passes run at create (graph/optimizer.h)
   // Shape signatures whose prepared plan (kernel choices, recycled buffers) is kept; the
@@ -55,6 +60,8 @@ class Session {
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   const Model& model() const { return model_; }
+  // The engine priority list this session uses ("cpu.dnnl,cpu.ref").
+  const std::string& engines() const { return options_.engine; }
 
   // Runs with named inputs; returns outputs in the model's output order. Every model input
   // must be given (INPUT_MISSING), names must exist (INPUT_UNKNOWN), dtypes and fixed dims

@@ -120,7 +120,7 @@ int run(const RunOptions& o) {
     return 0;
   }
   std::cout << "model: " << o.model << "  (" << (*session)->model().graph->nodes.size() << " nodes, engine "
-            << kEngineRef << ", " << threads << " threads)\n";
+            << (*session)->engines() << ", " << threads << " threads)\n";
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::cout << "output " << infos[i].name << ": " << describe(outputs[i]) << " " << preview(outputs[i]);
     if (!out_list[i]["file"].is_null()) std::cout << " -> " << out_list[i]["file"].get<std::string>();
