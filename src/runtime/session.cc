@@ -19,14 +19,14 @@ Session::~Session() = default;
 
 namespace {
 
-// Threads from the options, else GEARBOX_NUM_THREADS, else OpenMP's default (all cores).
-void apply_threads(int requested) {
+// Threads from the options, else GEARBOX_NUM_THREADS; 0 leaves OpenMP's default (all cores).
+int resolve_threads(int requested) {
   int n = requested;
   if (n <= 0) {
     const char* env = std::getenv("GEARBOX_NUM_THREADS");
     if (env && *env) n = std::atoi(env);
   }
-  if (n > 0) omp_set_num_threads(n);
+  return n > 0 ? n : 0;
 }
 
 std::string describe_io(const IoInfo& io) { return "'" + io.name + "' (" + to_string(io.type) + ")"; }
@@ -80,8 +80,10 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionO
 }
 
 Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options) {
-  apply_threads(options.threads);
+  const int threads = resolve_threads(options.threads);
+  if (threads > 0) omp_set_num_threads(threads);
   std::unique_ptr<Session> s(new Session());
+  s->threads_ = threads;
   s->model_ = std::move(model);
   s->options_ = std::move(options);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
@@ -123,6 +125,9 @@ Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
                                                      Profiler* profiler) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
+  // OpenMP's thread count is a per-thread setting: apply it on every calling thread (server
+  // workers, streams), not only on the one that created the session.
+  if (threads_ > 0 && omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   std::vector<RuntimeValue> ordered;
   ordered.reserve(inputs_.size());
   for (const auto& io : inputs_) ordered.push_back(feeds.at(io.name));

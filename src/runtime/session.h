@@ -90,6 +90,7 @@ class Session {
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PlanCache> plan_cache_;
+  int threads_ = 0;  // resolved thread count, applied per calling thread; 0: OpenMP's default
 };
 
 }  // namespace gearbox

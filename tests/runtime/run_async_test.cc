@@ -1,6 +1,9 @@
 // Session::run_async: runs enqueued on several streams at once give the same outputs as
 // synchronous runs, errors arrive through the event, and one stream keeps its order.
 #include <gtest/gtest.h>
+#include <omp.h>
+
+#include <thread>
 
 #include "graph/onnx_importer.h"
 #include "graph/onnx_test_models.h"
@@ -57,6 +60,27 @@ TEST(RunAsync, ErrorArrivesThroughTheEvent) {
   Status st = e.wait();
   EXPECT_EQ(st.code(), ErrorCode::INPUT_MISSING) << st.to_string();
   EXPECT_TRUE(out.empty());
+}
+
+// OpenMP's thread count is per thread: a session created with threads=1 must run with one
+// thread on any thread that calls it, not only on the thread that created it.
+TEST(SessionThreads, AppliedOnEveryCallingThread) {
+  auto model = import_onnx_bytes(testing::serialize(testing::add_relu_model()), "");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  SessionOptions options;
+  options.threads = 1;
+  auto s = Session::create(std::move(model).value(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  int seen = -1;
+  bool ok = false;
+  std::thread caller([&] {
+    omp_set_num_threads(3);  // what this thread would otherwise use
+    ok = (*s)->run(feeds(0)).ok();
+    seen = omp_get_max_threads();
+  });
+  caller.join();
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(seen, 1);
 }
 
 }  // namespace
