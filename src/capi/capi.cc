@@ -22,6 +22,25 @@ using gearbox::Result;
 using gearbox::Status;
 using gearbox::Tensor;
 
+// The API casts between gbx_dtype and gearbox::DType: their values must stay identical.
+#define GBX_SAME_DTYPE(c, d) \
+  static_assert(static_cast<int32_t>(c) == static_cast<int32_t>(gearbox::DType::d), #c " must equal DType::" #d)
+GBX_SAME_DTYPE(GBX_DTYPE_UNDEFINED, Undefined);
+GBX_SAME_DTYPE(GBX_DTYPE_FLOAT32, F32);
+GBX_SAME_DTYPE(GBX_DTYPE_UINT8, U8);
+GBX_SAME_DTYPE(GBX_DTYPE_INT8, I8);
+GBX_SAME_DTYPE(GBX_DTYPE_UINT16, U16);
+GBX_SAME_DTYPE(GBX_DTYPE_INT16, I16);
+GBX_SAME_DTYPE(GBX_DTYPE_INT32, I32);
+GBX_SAME_DTYPE(GBX_DTYPE_INT64, I64);
+GBX_SAME_DTYPE(GBX_DTYPE_BOOL, Bool);
+GBX_SAME_DTYPE(GBX_DTYPE_FLOAT16, F16);
+GBX_SAME_DTYPE(GBX_DTYPE_FLOAT64, F64);
+GBX_SAME_DTYPE(GBX_DTYPE_UINT32, U32);
+GBX_SAME_DTYPE(GBX_DTYPE_UINT64, U64);
+GBX_SAME_DTYPE(GBX_DTYPE_BFLOAT16, BF16);
+#undef GBX_SAME_DTYPE
+
 struct gbx_context_s {
   gearbox::device::Device* device = nullptr;
 };
@@ -152,7 +171,7 @@ struct gbx_event_s {
 
 extern "C" {
 
-const char* gbx_version(void) { return "0.1.0"; }
+const char* gbx_version(void) { return GEARBOX_VERSION_STRING; }  // the CMake project version
 int32_t gbx_api_version(void) { return GBX_API_VERSION; }
 const char* gbx_last_error_message(void) { return t_last_error.c_str(); }
 gbx_status gbx_last_error_code(void) { return t_last_code; }

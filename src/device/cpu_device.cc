@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "device/calibration.h"
 #include "device/device.h"
 
@@ -222,9 +223,7 @@ Capabilities detect_cpu_capabilities() {
   caps.isa = detect_isa();
   caps.memory_bytes = system_memory().total;
   if (const char* sim = std::getenv("GEARBOX_SIMULATE_MISSING_ISA"); sim && *sim) {
-    std::stringstream ss(sim);
-    for (std::string f; std::getline(ss, f, ',');) {
-      if (f.empty()) continue;
+    for (const std::string& f : split_list(sim)) {
       caps.simulated_missing.push_back(f);
       for (auto& flag : caps.isa)
         if (flag.name == f) flag.present = false;
@@ -273,15 +272,17 @@ std::vector<Temperature> temperatures() {
   for (const auto& hw : list("/sys/class/hwmon")) {
     std::string dir = "/sys/class/hwmon/" + hw + "/";
     std::string chip = read_line(dir + "name");
+    if (chip != "coretemp" && chip != "k10temp" && chip != "zenpower" && chip != "cpu_thermal") continue;
     for (const auto& f : list(dir)) {
       if (f.rfind("temp", 0) != 0 || f.find("_input") == std::string::npos) continue;
       std::string v = read_line(dir + f);
       if (v.empty()) continue;
       std::string label = read_line(dir + f.substr(0, f.find('_')) + "_label");
-      out.push_back({(chip.empty() ? hw : chip) + "/" + (label.empty() ? f.substr(0, f.find('_')) : label),
+      out.push_back({chip + "/" + (label.empty() ? f.substr(0, f.find('_')) : label),
                      std::atof(v.c_str()) / 1000.0});
     }
   }
+  if (!out.empty()) return out;
   for (const auto& z : list("/sys/class/thermal")) {
     if (z.rfind("thermal_zone", 0) != 0) continue;
     std::string v = read_line("/sys/class/thermal/" + z + "/temp");

@@ -82,7 +82,10 @@ std::vector<Device*> devices();
 // DEVICE_NOT_FOUND when there is no such device.
 Result<Device*> get_device(DeviceKind kind, int index);
 
-// Temperatures from /sys/class/hwmon and /sys/class/thermal; empty when there are none.
+// CPU temperatures: the sensors of CPU hwmon drivers (coretemp, k10temp, zenpower,
+// cpu_thermal) under /sys/class/hwmon, else the thermal zones under /sys/class/thermal (boards
+// without such a driver); empty when there are none. Other hwmon chips (NVMe drives, GPUs,
+// NICs) are left out: smi and the server's gearbox_cpu_temperature_celsius report these.
 struct Temperature {
   std::string sensor;  // "k10temp/Tctl", "thermal_zone0/x86_pkg_temp"
   double celsius = 0;

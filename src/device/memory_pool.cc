@@ -262,6 +262,13 @@ SystemMemory system_memory() {
   return m;
 }
 
+size_t process_resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  size_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
 Result<size_t> default_pool_capacity() {
   if (const char* env = std::getenv("GEARBOX_DEVICE_MEMORY"); env && *env) {
     auto r = parse_memory_size(env);

@@ -122,5 +122,7 @@ struct SystemMemory {
   size_t available = 0;
 };
 SystemMemory system_memory();
+// Resident set size of this process from /proc/self/statm (0 when unreadable).
+size_t process_resident_bytes();
 
 }  // namespace gearbox::device

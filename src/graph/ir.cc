@@ -42,11 +42,17 @@ Value* Graph::find_value(const std::string& name) const {
 size_t Graph::total_nodes() const {
   size_t n = nodes.size();
   for (const auto& node : nodes)
-    for (const auto& [k, a] : node->attrs) {
-      if (a.g) n += a.g->total_nodes();
-      for (const auto& g : a.graphs) n += g->total_nodes();
-    }
+    for_each_subgraph(*node, [&](const Graph& sg) { n += sg.total_nodes(); });
   return n;
+}
+
+void collect_reads(const Graph& g, std::unordered_set<const Value*>& out) {
+  for (const auto& n : g.nodes) {
+    for (const Value* v : n->inputs)
+      if (v) out.insert(v);
+    for_each_subgraph(*n, [&](const Graph& sg) { collect_reads(sg, out); });
+  }
+  for (const Value* v : g.outputs) out.insert(v);
 }
 
 Status topological_sort(Graph& graph) {
@@ -60,23 +66,9 @@ Status topological_sort(Graph& graph) {
   std::unordered_map<Node*, std::vector<Node*>> users;
   // Subgraph nodes may read values produced by this graph's nodes: they are dependencies
   // of the node that holds the subgraph.
-  auto collect_outer = [&](const Graph& g, auto& self, std::unordered_set<const Value*>& out) -> void {
-    for (const auto& sn : g.nodes) {
-      for (Value* in : sn->inputs)
-        if (in) out.insert(in);
-      for (const auto& [k, a] : sn->attrs) {
-        if (a.g) self(*a.g, self, out);
-        for (const auto& sg : a.graphs) self(*sg, self, out);
-      }
-    }
-    for (Value* o : g.outputs) out.insert(o);
-  };
   for (auto& n : graph.nodes) {
     std::unordered_set<const Value*> deps(n->inputs.begin(), n->inputs.end());
-    for (const auto& [k, a] : n->attrs) {
-      if (a.g) collect_outer(*a.g, collect_outer, deps);
-      for (const auto& sg : a.graphs) collect_outer(*sg, collect_outer, deps);
-    }
+    for_each_subgraph(*n, [&](const Graph& sg) { collect_reads(sg, deps); });
     int count = 0;
     std::unordered_set<Node*> seen;
     for (const Value* in : deps) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/dtype.h"
@@ -83,6 +84,18 @@ struct Model {
   std::string producer_version;
   std::string path;  // where it was loaded from, for messages
 };
+
+// Calls fn(const Graph&) for each subgraph n holds (If branches, Loop/Scan bodies).
+template <typename Fn>
+void for_each_subgraph(const Node& n, Fn&& fn) {
+  for (const auto& [name, a] : n.attrs) {
+    if (a.g) fn(*a.g);
+    for (const auto& sg : a.graphs) fn(*sg);
+  }
+}
+
+// Adds every value g and its nested subgraphs read (node inputs, graph outputs) to out.
+void collect_reads(const Graph& g, std::unordered_set<const Value*>& out);
 
 // Reorders graph.nodes topologically (stable: keeps the original order where it is
 // already valid). GRAPH_CYCLE if a node input has no producer or the graph has a cycle.

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "base/logging.h"
+#include "kernels/kernel.h"
 
 namespace gearbox {
 
@@ -18,7 +19,7 @@ bool is_elementwise(const Node& n) {
   static const std::unordered_set<std::string> kOps = {
       "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Elu", "Selu", "Softplus",
       "Exp", "Log", "Neg", "Abs", "Sqrt", "Reciprocal", "Erf", "Add", "Sub", "Mul", "Div", "Pow", "Cast"};
-  if (n.domain == "com.gearbox") return n.op_type == "Gelu";
+  if (n.domain == kGearboxDomain) return n.op_type == "Gelu";
   return n.domain.empty() && kOps.count(n.op_type) > 0;
 }
 
@@ -41,18 +42,6 @@ std::optional<size_t> value_bytes(const Value* v, const MemoryPlanOptions& o) {
   return (bytes + a - 1) / a * a;
 }
 
-void collect_reads(const Graph& g, std::unordered_set<const Value*>& out) {
-  for (const auto& n : g.nodes) {
-    for (const Value* v : n->inputs)
-      if (v) out.insert(v);
-    for (const auto& [k, a] : n->attrs) {
-      if (a.g) collect_reads(*a.g, out);
-      for (const auto& sg : a.graphs) collect_reads(*sg, out);
-    }
-  }
-  for (const Value* v : g.outputs) out.insert(v);
-}
-
 }  // namespace
 
 MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
@@ -65,10 +54,7 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
     for (const Value* v : n.inputs)
       if (v) last[v] = i;
     std::unordered_set<const Value*> sub;
-    for (const auto& [k, a] : n.attrs) {
-      if (a.g) collect_reads(*a.g, sub);
-      for (const auto& sg : a.graphs) collect_reads(*sg, sub);
-    }
+    for_each_subgraph(n, [&](const Graph& sg) { collect_reads(sg, sub); });
     for (const Value* v : sub) last[v] = i;
     for (const Value* v : n.outputs)
       if (v) def[v] = i;
@@ -179,14 +165,14 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
   return plan;
 }
 
-std::string MemoryPlan::summary_json() const {
+nlohmann::json MemoryPlan::summary() const {
   nlohmann::json j{{"naive_bytes", naive_bytes},
                    {"planned_bytes", planned_bytes},
                    {"lower_bound_bytes", lower_bound_bytes},
                    {"in_place_reuses", in_place_reuses},
                    {"unsized_values", unsized_values},
                    {"values", placements.size()}};
-  return j.dump();
+  return j;
 }
 
 }  // namespace gearbox

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ struct MemoryPlan {
   int in_place_reuses = 0;
   int unsized_values = 0;  // intermediates without a static size: not planned
   // {"naive_bytes":..,"planned_bytes":..,"lower_bound_bytes":..,"in_place_reuses":..,...}
-  std::string summary_json() const;
+  nlohmann::json summary() const;
 };
 
 // Plans the intermediates (node outputs) of g, one level (subgraph values are not planned).

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "graph/passes/passes.h"
 
 namespace gearbox {
@@ -52,18 +52,6 @@ std::string valid_names() {
   std::string s;
   for (const auto& p : pipeline()) s += (s.empty() ? "" : ", ") + p.info.name;
   return s;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
 }
 
 }  // namespace
@@ -128,7 +116,7 @@ std::string OptimizerReport::to_json() const {
                            {"nodes_after", p.nodes_after},
                            {"matches", p.matches},
                            {"ms", p.ms}});
-  j["memory"] = nlohmann::json::parse(memory.summary_json());
+  j["memory"] = memory.summary();
   return j.dump();
 }
 
@@ -183,7 +171,7 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
   // catches a pass that broke it).
   if (!all_off) GBX_RETURN_IF_ERROR(topological_sort(g));
   for (const auto& n : g.nodes)
-    if (n->domain == "com.gearbox") model.opsets["com.gearbox"] = 1;
+    if (n->domain == kGearboxDomain) model.opsets[std::string(kGearboxDomain)] = 1;
   report.nodes_after = g.nodes.size();
   report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
   if (options.plan_memory) report.memory = plan_memory(g, options.memory);

@@ -29,7 +29,10 @@ struct OptimizerOptions {
   std::map<std::string, bool> switches;       // pass name -> on/off (a --fusion-switch file)
   size_t constant_fold_max_bytes = size_t(16) << 20;  // larger folded constants stay nodes
   bool use_env = true;                        // honour GEARBOX_DISABLE_PASSES
-  bool plan_memory = true;                    // plan the arena after the passes (graph/memory_plan.h)
+  // Plan the arena after the passes (graph/memory_plan.h). Off by default: the executor does
+  // not allocate from the plan yet, so only `gearbox compile` (which stores and reports it)
+  // asks for it; sessions would pay for a plan nobody reads.
+  bool plan_memory = false;
   MemoryPlanOptions memory;
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/tensor.h"
@@ -32,5 +33,37 @@ struct Attribute {
 };
 
 using AttributeMap = std::map<std::string, Attribute, std::less<>>;
+
+// Builders, for code that creates nodes or calls kernels (passes, fused kernels, tests).
+inline Attribute attr_int(int64_t v) {
+  Attribute a;
+  a.type = AttrType::Int;
+  a.i = v;
+  return a;
+}
+inline Attribute attr_float(float v) {
+  Attribute a;
+  a.type = AttrType::Float;
+  a.f = v;
+  return a;
+}
+inline Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.type = AttrType::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attribute attr_floats(std::vector<float> v) {
+  Attribute a;
+  a.type = AttrType::Floats;
+  a.floats = std::move(v);
+  return a;
+}
+inline Attribute attr_string(std::string v) {
+  Attribute a;
+  a.type = AttrType::String;
+  a.s = std::move(v);
+  return a;
+}
 
 }  // namespace gearbox

@@ -58,6 +58,15 @@ Result<std::vector<RuntimeValue>> KernelContext::run_subgraph(const Graph& body,
   return runner_(body, std::move(inputs));
 }
 
+const KernelDef* KernelContext::find_kernel(std::string_view domain, std::string_view op_type, int opset,
+                                           DType dtype) const {
+  const auto& registry = KernelRegistry::global();
+  if (!engines_) return registry.find(domain, op_type, opset, kEngineRef, dtype);
+  for (const std::string& engine : *engines_)
+    if (const KernelDef* def = registry.find(domain, op_type, opset, engine, dtype)) return def;
+  return nullptr;
+}
+
 std::string KernelContext::node_prefix() const {
   std::string domain = op_.domain.empty() ? "" : std::string(op_.domain) + ".";
   return "node '" + std::string(op_.name) + "' (" + domain + std::string(op_.op_type) + ", opset " +

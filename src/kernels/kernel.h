@@ -32,6 +32,8 @@
 namespace gearbox {
 
 inline constexpr std::string_view kEngineRef = "cpu.ref";
+// The domain of gearbox's own (fused) operators.
+inline constexpr std::string_view kGearboxDomain = "com.gearbox";
 
 // An ONNX sequence value.
 struct TensorSequence {
@@ -56,6 +58,8 @@ class RuntimeValue {
  private:
   std::variant<std::monostate, Tensor, TensorSequence> v_;
 };
+
+struct KernelDef;
 
 // Identity of the node a kernel runs for: for error messages and attribute look-ups.
 struct OpInfo {
@@ -93,6 +97,10 @@ class KernelContext {
   const RuntimeValue& input_value(size_t i) const;
   // INVALID_ARGUMENT when input i is missing or not a tensor.
   Status require_tensor(size_t i) const;
+  // True when input i is a constant of the model (an initializer): the same tensor every run,
+  // so a kernel may keep what it derives from it (e.g. weights packed for a primitive).
+  bool input_is_constant(size_t i) const { return i < constant_.size() && constant_[i]; }
+  void set_constant_inputs(std::vector<bool> constant) { constant_ = std::move(constant); }
 
   // Outputs: the node's output list; an output the model omits is not wanted.
   size_t num_outputs() const { return wanted_.size(); }
@@ -111,6 +119,13 @@ class KernelContext {
   std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> def = {}) const;
   std::vector<float> attr_floats(std::string_view name, std::vector<float> def = {}) const;
   std::vector<std::string> attr_strings(std::string_view name) const;
+
+  // The engine priority list of the session running this kernel ("cpu.dnnl", "cpu.ref"), for
+  // kernels that run other ops (the fused reference kernels): find_kernel() picks the op's
+  // kernel the way the executor would for an unfused node. Without a list: cpu.ref.
+  void set_engines(const std::vector<std::string>* engines) { engines_ = engines; }
+  const std::vector<std::string>* engines() const { return engines_; }
+  const KernelDef* find_kernel(std::string_view domain, std::string_view op_type, int opset, DType dtype) const;
 
   // Control flow.
   bool can_run_subgraphs() const { return static_cast<bool>(runner_); }
@@ -131,6 +146,8 @@ class KernelContext {
   std::vector<RuntimeValue>* outputs_;
   std::vector<bool> wanted_;
   SubgraphRunner runner_;
+  std::vector<bool> constant_;
+  const std::vector<std::string>* engines_ = nullptr;
 };
 
 using KernelFn = Status (*)(KernelContext&);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "runtime/control_flow.h"
 #include "runtime/op_cost.h"
 
@@ -14,10 +15,8 @@ namespace gearbox {
 struct Executor::Frame {
   std::unordered_map<const Value*, RuntimeValue> values;
   const Frame* parent = nullptr;
-  PreparedPlan* prepared = nullptr;  // the run's plan (shared by every frame of the run)
-  Profiler* profiler = nullptr;      // set when the run is profiled
-  int run = 0;                       // the profiler's run index
-  int depth = 0;                     // subgraph nesting (main graph 0)
+  const RunContext* rc = nullptr;
+  int depth = 0;  // subgraph nesting (main graph 0)
 
   const RuntimeValue* find(const Value* v) const {
     for (const Frame* f = this; f; f = f->parent) {
@@ -28,40 +27,7 @@ struct Executor::Frame {
   }
 };
 
-namespace {
-
-// Every value a subgraph (recursively) reads: node inputs and graph outputs.
-void collect_reads(const Graph& g, std::unordered_set<const Value*>& out) {
-  for (const auto& n : g.nodes) {
-    for (const Value* v : n->inputs)
-      if (v) out.insert(v);
-    for (const auto& [name, a] : n->attrs) {
-      if (a.g) collect_reads(*a.g, out);
-      for (const auto& sg : a.graphs) collect_reads(*sg, out);
-    }
-  }
-  for (const Value* v : g.outputs) out.insert(v);
-}
-
-template <typename Fn>
-void for_each_subgraph(const Node& n, Fn&& fn) {
-  for (const auto& [name, a] : n.attrs) {
-    if (a.g) fn(*a.g);
-    for (const auto& sg : a.graphs) fn(*sg);
-  }
-}
-
-}  // namespace
-
-Executor::Executor(std::string engine) : engine_(std::move(engine)) {
-  size_t start = 0;
-  while (start <= engine_.size()) {
-    size_t comma = engine_.find(',', start);
-    if (comma == std::string::npos) comma = engine_.size();
-    if (comma > start) engines_.push_back(engine_.substr(start, comma - start));
-    start = comma + 1;
-  }
-}
+Executor::Executor(std::string engine) : engine_(std::move(engine)), engines_(split_list(engine_)) {}
 
 Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine) {
   register_control_flow_kernels();  // idempotent; lives in the runtime layer (needs the IR)
@@ -106,6 +72,7 @@ Status Executor::plan_graph(const Graph& graph) {
                         other_opset ? " at this opset (other opsets are supported)" : "");
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
+    for (const Value* in : n.inputs) np.constant_inputs.push_back(in && in->is_initializer);
     for (const Value* v : n.inputs)
       if (v && v->producer && !graph_outputs.count(v) && last_use[v] == i &&
           std::find(np.release_after.begin(), np.release_after.end(), v) == np.release_after.end())
@@ -145,16 +112,12 @@ Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs
                       num_nodes_);
   std::optional<ScopedBufferSource> buffers;
   if (plan) buffers.emplace(&plan->buffers);
-  Frame root;  // carries the run's plan and profiler into run_graph's frames
-  root.prepared = plan;
-  root.profiler = profiler;
-  root.run = run;
-  root.depth = -1;
-  return run_graph(*main_, std::move(inputs), &root);
+  const RunContext rc{plan, profiler, run};
+  return run_graph(*main_, std::move(inputs), nullptr, rc);
 }
 
 Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
-                                                      const Frame* outer) const {
+                                                      const Frame* outer, const RunContext& rc) const {
   auto plan_it = plans_.find(&graph);
   if (plan_it == plans_.end()) return make_error(ErrorCode::INTERNAL, "graph '", graph.name, "' was not planned");
   if (inputs.size() > graph.inputs.size())
@@ -162,12 +125,8 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
                       " inputs but got ", inputs.size());
   Frame frame;
   frame.parent = outer;
-  if (outer) {
-    frame.prepared = outer->prepared;
-    frame.profiler = outer->profiler;
-    frame.run = outer->run;
-    frame.depth = outer->depth + 1;
-  }
+  frame.rc = &rc;
+  frame.depth = outer ? outer->depth + 1 : 0;
   for (size_t i = 0; i < inputs.size(); ++i) frame.values[graph.inputs[i]] = std::move(inputs[i]);
   for (const Value* init : graph.initializers) frame.values[init] = RuntimeValue(init->initializer);
   for (const NodePlan& np : plan_it->second.nodes) GBX_RETURN_IF_ERROR(run_node(np, frame));
@@ -202,14 +161,14 @@ Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const std::ve
 
 void Executor::record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx,
                       const std::vector<RuntimeValue>& outs, const Frame& frame, int64_t begin_ns) const {
-  Profiler& prof = *frame.profiler;
+  Profiler& prof = *frame.rc->profiler;
   OpRecord r;
   r.end_ns = prof.now_ns();  // first: the bookkeeping below is not the kernel's time
   r.begin_ns = begin_ns;
   r.node = np.node->name;
   r.op_type = np.node->qualified_op();
   r.engine = std::string(def.engine);
-  r.run = frame.run;
+  r.run = frame.rc->run;
   r.depth = frame.depth;
   r.thread = prof.thread_id();
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
@@ -219,7 +178,7 @@ void Executor::record(const NodePlan& np, const KernelDef& def, const KernelCont
   r.flops = cost.flops;
   r.bytes_read = cost.bytes_read;
   r.bytes_written = cost.bytes_written;
-  if (frame.prepared) r.pool_bytes_in_use = frame.prepared->buffers.stats().bytes_in_use;
+  if (PreparedPlan* plan = frame.rc->plan) r.pool_bytes_in_use = plan->buffers.stats().bytes_in_use;
   prof.add(std::move(r));
 }
 
@@ -238,21 +197,25 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
                         "' has no value at run time");
     ins.push_back(rv);
   }
-  const KernelDef* def = frame.prepared ? frame.prepared->kernels[np.index].load(std::memory_order_acquire) : nullptr;
+  PreparedPlan* plan = frame.rc->plan;
+  const KernelDef* def = plan ? plan->kernels[np.index].load(std::memory_order_acquire) : nullptr;
   if (!def) {
     GBX_ASSIGN_OR_RETURN(def, pick_kernel(np, ins));
-    if (frame.prepared) frame.prepared->kernels[np.index].store(def, std::memory_order_release);
+    if (plan) plan->kernels[np.index].store(def, std::memory_order_release);
   }
   std::vector<RuntimeValue> outs(n.outputs.size());
   SubgraphRunner runner = [this, &frame](const Graph& body, std::vector<RuntimeValue> in) {
-    return run_graph(body, std::move(in), &frame);
+    return run_graph(body, std::move(in), &frame, *frame.rc);
   };
   KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
+  ctx.set_constant_inputs(np.constant_inputs);
+  ctx.set_engines(&engines_);
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const int64_t begin_ns = frame.profiler ? frame.profiler->now_ns() : 0;
+  Profiler* profiler = frame.rc->profiler;
+  const int64_t begin_ns = profiler ? profiler->now_ns() : 0;
   Status st = def->fn(ctx);
-  if (frame.profiler && st.ok()) record(np, *def, ctx, outs, frame, begin_ns);
+  if (profiler && st.ok()) record(np, *def, ctx, outs, frame, begin_ns);
   if (!st.ok()) {
     // Kernels prefix their own node context; add it for those that did not.
     if (st.message().rfind("node '", 0) != 0) return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");

@@ -40,17 +40,24 @@ class Executor {
     OpInfo info;
     std::vector<const KernelDef*> candidates;  // same (domain, op, opset, engine); differ in dtypes
     std::vector<bool> wanted;                  // which outputs the graph uses
+    std::vector<bool> constant_inputs;         // which inputs are initializers
     std::vector<const Value*> release_after;   // values whose last use is this node
   };
   struct GraphPlan {
     std::vector<NodePlan> nodes;
   };
   struct Frame;
+  // What every frame of one run shares.
+  struct RunContext {
+    PreparedPlan* plan = nullptr;
+    Profiler* profiler = nullptr;
+    int run = 0;  // the profiler's run index
+  };
 
   explicit Executor(std::string engine);
   Status plan_graph(const Graph& graph);
   Result<std::vector<RuntimeValue>> run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
-                                              const Frame* outer) const;
+                                              const Frame* outer, const RunContext& rc) const;
   Status run_node(const NodePlan& plan, Frame& frame) const;
   void record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx, const std::vector<RuntimeValue>& outs,
               const Frame& frame, int64_t begin_ns) const;

@@ -21,6 +21,11 @@
 
 namespace gearbox {
 
+// How the cost model (and the profiler's advisor) classes an op type; a domain prefix
+// ("com.gearbox.FusedConv") is ignored.
+enum class OpKind { Conv, ConvTranspose, MatMul, Gemm, DataMovement, Other };
+OpKind op_kind(std::string_view op_type);
+
 struct OpCost {
   double flops = 0;
   uint64_t bytes_read = 0;

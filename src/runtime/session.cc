@@ -88,7 +88,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   s->options_ = std::move(options);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
-  GBX_RETURN_IF_ERROR(optimize(s->model_, s->options_.optimizer).status());
+  GBX_ASSIGN_OR_RETURN(s->optimizer_report_, optimize(s->model_, s->options_.optimizer));
   if (s->options_.engine.empty()) {
     const char* env = std::getenv("GEARBOX_ENGINES");
     s->options_.engine = env && *env ? std::string(env) : std::string(kDefaultEngines);
@@ -120,6 +120,12 @@ Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const
     if (!feeds.count(io.name))
       return make_error(ErrorCode::INPUT_MISSING, "input ", describe_io(io), " was not given");
   return Status::OK();
+}
+
+Status Session::validate(const std::map<std::string, Tensor>& feeds) const {
+  std::map<std::string, RuntimeValue> values;
+  for (const auto& [k, v] : feeds) values.emplace(k, RuntimeValue(v));
+  return validate(values);
 }
 
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,

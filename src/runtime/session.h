@@ -60,6 +60,9 @@ class Session {
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   const Model& model() const { return model_; }
+  // What the graph optimizer did at create (per pass: ran, matches, nodes); every pass is
+  // "off" for a .gbm, whose graph was optimized when it was compiled.
+  const OptimizerReport& optimizer_report() const { return optimizer_report_; }
   // The engine priority list this session uses ("cpu.dnnl,cpu.ref").
   const std::string& engines() const { return options_.engine; }
 
@@ -71,6 +74,10 @@ class Session {
                                                Profiler* profiler = nullptr) const;
   // Tensor-only convenience wrapper (sequence/optional outputs are an error here).
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, Profiler* profiler = nullptr) const;
+  // The input checks run() makes (INPUT_UNKNOWN, INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH,
+  // INPUT_MISSING), without running: the server checks a request before queuing it.
+  Status validate(const std::map<std::string, RuntimeValue>& inputs) const;
+  Status validate(const std::map<std::string, Tensor>& inputs) const;
 
   // Enqueues a run on `stream` and returns at once; the event completes when `*outputs` holds
   // the outputs, or with the run's error. Runs on one stream execute in order, runs on
@@ -83,13 +90,13 @@ class Session {
 
  private:
   Session() = default;
-  Status validate(const std::map<std::string, RuntimeValue>& inputs) const;
 
   Model model_;
   SessionOptions options_;
   std::vector<IoInfo> inputs_, outputs_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PlanCache> plan_cache_;
+  OptimizerReport optimizer_report_;
   int threads_ = 0;  // resolved thread count, applied per calling thread; 0: OpenMP's default
 };
 

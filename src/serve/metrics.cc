@@ -5,7 +5,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "serve/system_stats.h"
+#include "device/device.h"
+#include "device/memory_pool.h"
 
 namespace gearbox::serve {
 namespace {
@@ -205,17 +206,18 @@ std::string Metrics::render() const {
       sample(&out, "gearbox_http_responses_total", fmt::format("code=\"{}\"", status), static_cast<double>(n));
   }
   family(&out, "gearbox_process_resident_memory_bytes", "gauge", "Resident set size of the server process");
-  if (auto rss = process_resident_bytes()) sample(&out, "gearbox_process_resident_memory_bytes", "", static_cast<double>(*rss));
+  if (size_t rss = device::process_resident_bytes())
+    sample(&out, "gearbox_process_resident_memory_bytes", "", static_cast<double>(rss));
   family(&out, "gearbox_system_memory_total_bytes", "gauge", "Physical memory of the machine (MemTotal)");
   family(&out, "gearbox_system_memory_available_bytes", "gauge",
          "Memory available for new allocations without swapping (MemAvailable)");
-  if (auto mem = system_memory()) {
-    sample(&out, "gearbox_system_memory_total_bytes", "", static_cast<double>(mem->total_bytes));
-    sample(&out, "gearbox_system_memory_available_bytes", "", static_cast<double>(mem->available_bytes));
+  if (device::SystemMemory mem = device::system_memory(); mem.total != 0) {
+    sample(&out, "gearbox_system_memory_total_bytes", "", static_cast<double>(mem.total));
+    sample(&out, "gearbox_system_memory_available_bytes", "", static_cast<double>(mem.available));
   }
   family(&out, "gearbox_cpu_temperature_celsius", "gauge",
          "CPU temperature per sensor (hwmon or thermal zone); no samples where the machine exposes none");
-  for (const auto& t : cpu_temperatures())
+  for (const auto& t : device::temperatures())
     sample(&out, "gearbox_cpu_temperature_celsius", fmt::format("sensor=\"{}\"", escape_label(t.sensor)), t.celsius);
   family(&out, "gearbox_uptime_seconds", "gauge", "Seconds since the server started");
   sample(&out, "gearbox_uptime_seconds", "",

@@ -1,28 +1,14 @@
 // ModelRunner: request queue, workers and dynamic batching for one served model.
 #include "serve/model_runner.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 
 #include "base/logging.h"
 
 namespace gearbox::serve {
 namespace {
-
-// omp_set_num_threads sets a per-thread value, so each worker applies the setting itself
-// (Session::load applied it only on the thread that loaded the model).
-void apply_intra_op_threads(int requested) {
-  int n = requested;
-  if (n <= 0) {
-    const char* env = std::getenv("GEARBOX_NUM_THREADS");
-    if (env && *env) n = std::atoi(env);
-  }
-  if (n > 0) omp_set_num_threads(n);
-}
 
 bool first_dim_symbolic(const IoInfo& io) {
   return io.type.kind == ValueType::Kind::Tensor && io.type.dtype != DType::String && io.type.shape.ranked &&
@@ -70,32 +56,12 @@ void ModelRunner::shutdown() {
 }
 
 Status ModelRunner::check(const std::map<std::string, Tensor>& inputs) const {
-  const auto& ios = session_->inputs();
-  for (const auto& [name, t] : inputs) {
-    auto it = std::find_if(ios.begin(), ios.end(), [&](const IoInfo& io) { return io.name == name; });
-    if (it == ios.end()) {
-      std::string names;
-      for (const auto& io : ios) names += (names.empty() ? "'" : ", '") + io.name + "'";
-      return make_error(ErrorCode::INPUT_UNKNOWN, "'", name, "' is not an input of model '", name_,
-                        "'; its inputs are: ", names);
-    }
-    if (it->type.kind != ValueType::Kind::Tensor) continue;
-    if (it->type.dtype != DType::Undefined && t.dtype() != it->type.dtype)
-      return make_error(ErrorCode::INPUT_DTYPE_MISMATCH, "input '", name, "' must be ", dtype_name(it->type.dtype),
-                        " but got ", dtype_name(t.dtype()), " (shape ", to_string(t.dims()), ")");
-    if (!it->type.shape.accepts(t.dims()))
-      return make_error(ErrorCode::INPUT_SHAPE_MISMATCH, "input '", name, "' must have shape ",
-                        to_string(it->type.shape), " but got ", to_string(t.dims()));
-  }
-  for (const auto& io : ios)
-    if (!inputs.count(io.name))
-      return make_error(ErrorCode::INPUT_MISSING, "input '", io.name, "' (", to_string(io.type), ") was not given");
-  return Status::OK();
+  return session_->validate(inputs).with_context("model '" + name_ + "': ");
 }
 
 Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs) {
   auto job = std::make_unique<Job>();
-  if (batching_) {
+  if (batching_.load()) {
     int64_t rows = -1;
     for (const auto& io : session_->inputs()) {
       const Tensor& t = inputs.at(io.name);
@@ -122,7 +88,6 @@ Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs) {
 }
 
 void ModelRunner::worker_loop(int worker) {
-  apply_intra_op_threads(options_.intra_op_threads);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -130,7 +95,7 @@ void ModelRunner::worker_loop(int worker) {
     std::vector<JobPtr> batch;
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
-    if (batching_ && batch[0]->rows > 0) collect_batch(lock, &batch);
+    if (batching_.load() && batch[0]->rows > 0) collect_batch(lock, &batch);
     lock.unlock();
     run_jobs(batch, worker);
     lock.lock();
@@ -189,7 +154,8 @@ void ModelRunner::run_one(Job& job, int worker, double start) {
 
 // One run over the concatenated inputs; false (nothing answered) when the run fails or an
 // output's first dimension is not the batch, so the caller runs the jobs one by one and
-// each request gets its own result or error.
+// each request gets its own result or error. An unbatched output is a property of the model,
+// not of the batch: batching is switched off for good then, so no later batch computes twice.
 bool ModelRunner::run_merged(std::vector<JobPtr>& batch, int worker, double start) {
   int64_t rows = 0;
   for (const auto& j : batch) rows += j->rows;
@@ -217,8 +183,9 @@ bool ModelRunner::run_merged(std::vector<JobPtr>& batch, int worker, double star
   }
   for (const Tensor& o : *r)
     if (o.rank() < 1 || o.dim(0) != rows) {
-      GBX_LOG_DEBUG("SERVE", "model '{}': output {} is not batched along dim 0; running the requests one by one",
-                    name_, describe(o));
+      if (batching_.exchange(false))
+        GBX_LOG_INFO("SERVE", "model '{}': dynamic batching off (output {} of a {}-row merged run is not batched "
+                     "along dim 0); requests run one by one from now on", name_, describe(o), rows);
       return false;
     }
   std::vector<std::vector<Tensor>> split(batch.size());

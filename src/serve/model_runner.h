@@ -4,6 +4,7 @@
 // Queue time, compute time and batch sizes go to the model's metrics.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -21,7 +22,6 @@ namespace gearbox::serve {
 
 struct RunnerOptions {
   int workers = 1;             // model runs in flight at once
-  int intra_op_threads = 0;    // threads per run; 0: GEARBOX_NUM_THREADS, else OpenMP's default
   int max_batch = 1;           // rows per merged run; 1 disables dynamic batching
   int64_t batch_timeout_us = 0;  // how long the first request of a batch waits for more
 };
@@ -45,11 +45,12 @@ class ModelRunner {
   const std::string& version() const { return version_; }
   const Session& session() const { return *session_; }
   ModelMetrics& metrics() const { return *metrics_; }
-  // True when the model's inputs all have a symbolic first dimension and max_batch > 1.
-  bool batching() const { return batching_; }
+  // True when the model's inputs all have a symbolic first dimension and max_batch > 1, until
+  // a merged run shows that an output is not batched along dim 0 (then off for good).
+  bool batching() const { return batching_.load(); }
 
-  // The checks Session::run makes (names, dtypes, fixed dims, missing inputs), done before a
-  // request is queued so that a bad request never joins a batch.
+  // Session::validate (names, dtypes, fixed dims, missing inputs) with the model's name, done
+  // before a request is queued so that a bad request never joins a batch.
   Status check(const std::map<std::string, Tensor>& inputs) const;
   // Queues the request and blocks until it has run. SERVE_SHUTTING_DOWN after shutdown().
   Result<InferOutcome> infer(std::map<std::string, Tensor> inputs);
@@ -77,7 +78,7 @@ class ModelRunner {
   std::unique_ptr<Session> session_;
   RunnerOptions options_;
   ModelMetrics* metrics_;
-  bool batching_ = false;
+  std::atomic<bool> batching_{false};
 
   std::mutex mu_;
   std::condition_variable cv_;

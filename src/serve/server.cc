@@ -17,7 +17,7 @@ using json = nlohmann::json;
 namespace {
 
 constexpr const char* kServerName = "gearbox";
-constexpr const char* kServerVersion = "0.1.0";
+constexpr const char* kServerVersion = GEARBOX_VERSION_STRING;  // the CMake project version
 constexpr const char* kJson = "application/json";
 
 void send_error(httplib::Response& res, const Status& status) {

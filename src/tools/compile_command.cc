@@ -72,6 +72,7 @@ int compile(const CompileOptions& o) {
   if (o.target != "native" && o.target != "generic")
     return report(make_error(ErrorCode::USAGE, "--target must be native or generic, not '", o.target, "'"));
   OptimizerOptions opts;
+  opts.plan_memory = true;  // stored in the .gbm and reported
   opts.disabled_passes = o.disable_passes;
   if (!o.fusion_switch.empty()) {
     auto sw = read_fusion_switch_file(o.fusion_switch);

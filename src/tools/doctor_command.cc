@@ -2,9 +2,10 @@
 // build (and a model) needs, one PASS/WARN/FAIL line each, every non-PASS line with its fix.
 // Exit code 1 when any check FAILs.
 //
-// A model states the CPU features it was compiled for in its metadata under the key
-// `gearbox.required_isa` (comma-separated, e.g. "avx512f,avx512bw"); an .onnx without it
-// needs nothing beyond the build.
+// A model states the CPU features it was compiled for: a .gbm records them (gearbox compile
+// --target native), an .onnx in its metadata under the key `gearbox.required_isa`
+// (comma-separated, e.g. "avx512f,avx512bw"); a model without them needs nothing beyond the
+// build.
 #include <sched.h>
 #include <unistd.h>
 
@@ -13,14 +14,16 @@
 #include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "base/strings.h"
 #include "device/calibration.h"
 #include "device/device.h"
 #include "device/runtime_libraries.h"
+#include "graph/gbm/gbm_format.h"
+#include "graph/gbm/gbm_reader.h"
 #include "tools/commands.h"
 
 extern char** environ;
@@ -46,17 +49,6 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string part; std::getline(ss, part, ',');) {
-    part.erase(0, part.find_first_not_of(" \t"));
-    part.erase(part.find_last_not_of(" \t") + 1);
-    if (!part.empty()) out.push_back(part);
-  }
-  return out;
 }
 
 std::string env(const char* name) {
@@ -88,17 +80,36 @@ Check check_fast_isa(const Capabilities& caps) {
           "Run on an x86-64 CPU with AVX2 and FMA (2013 or later) for usable speed"};
 }
 
+// A .gbm's required ISA, through the reader: it refuses a CPU that lacks one of the features
+// (GBM_ISA_MISSING, a FAIL here) and any damaged file with its own code.
+Result<std::vector<std::string>> gbm_required_isa(const std::string& path) {
+  gbm::Info info;
+  GBX_RETURN_IF_ERROR(gbm::read_file(path, &info).status());
+  return info.required_isa;
+}
+
 std::vector<Check> check_model(const std::string& path, const Capabilities& caps) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return {{"FAIL", "model.open", "cannot open " + path, "Check the path and its permissions (ls -l " + path + ")"}};
-  onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in) || !m.has_graph())
-    return {{"FAIL", "model.parse", path + " is not an ONNX model (compiled .gbm files are checked once the .gbm format lands)",
-             "Pass the exported .onnx model; gearbox explain 2001 describes the fix for a corrupt file"}};
   std::vector<std::string> need;
-  for (const auto& p : m.metadata_props())
-    if (p.key() == "gearbox.required_isa") need = split(p.value());
+  if (gbm::is_gbm_file(path)) {
+    auto r = gbm_required_isa(path);
+    if (!r.ok()) {
+      const Status& st = r.status();
+      return {{"FAIL", st.code() == ErrorCode::GBM_ISA_MISSING ? "model.isa" : "model.parse", st.to_string(),
+               std::string(error_info(st.code()).fix)}};
+    }
+    need = std::move(r).value();
+  } else {
+    onnx::ModelProto m;
+    if (!m.ParseFromIstream(&in) || !m.has_graph())
+      return {{"FAIL", "model.parse", path + " is neither an ONNX model nor a compiled .gbm",
+               "Pass the exported .onnx or a .gbm from gearbox compile; gearbox explain 2001 describes the fix for a "
+               "corrupt file"}};
+    for (const auto& p : m.metadata_props())
+      if (p.key() == gbm::kRequiredIsaKey) need = split_list(p.value());
+  }
   if (need.empty())
     return {{"PASS", "model.isa", path + " declares no CPU feature requirement", ""}};
   std::vector<std::string> missing;
@@ -138,7 +149,8 @@ std::vector<Check> check_libraries() {
 std::vector<Check> check_environment(const Capabilities& caps) {
   static const std::set<std::string> known{"GEARBOX_NUM_THREADS", "GEARBOX_OP_PATH",   "GEARBOX_LOG_LEVEL",
                                            "GEARBOX_LOG_FILE",    "GEARBOX_DEVICE_MEMORY",
-                                           "GEARBOX_SIMULATE_MISSING_ISA"};
+                                           "GEARBOX_SIMULATE_MISSING_ISA", "GEARBOX_ENGINES",
+                                           "GEARBOX_PLAN_CACHE_SIZE", "GEARBOX_DISABLE_PASSES"};
   std::vector<Check> out;
   std::vector<std::string> seen;
   for (char** e = environ; *e; ++e) {
@@ -160,9 +172,12 @@ std::vector<Check> check_environment(const Capabilities& caps) {
                    "GEARBOX_NUM_THREADS=" + gt + " and OMP_NUM_THREADS=" + ot + " disagree: gearbox uses GEARBOX_NUM_THREADS "
                    "for its sessions, while OpenMP code outside gearbox uses OMP_NUM_THREADS",
                    "Set only GEARBOX_NUM_THREADS, or give both the same value"});
+  // The names spdlog::level::from_str accepts (base/logging.cc); anything else is ignored there.
   if (std::string lvl = env("GEARBOX_LOG_LEVEL");
-      !lvl.empty() && !std::set<std::string>{"debug", "info", "warn", "error", "off"}.count(lvl))
-    out.push_back({"WARN", "env.GEARBOX_LOG_LEVEL", "'" + lvl + "' is not a log level", "Use debug, info, warn, error or off"});
+      !lvl.empty() && !std::set<std::string>{"trace", "debug", "info", "warning", "warn", "error", "err", "critical",
+                                             "off"}.count(lvl))
+    out.push_back({"WARN", "env.GEARBOX_LOG_LEVEL", "'" + lvl + "' is not a log level (the default, warning, applies)",
+                   "Use trace, debug, info, warn, error, critical or off"});
   if (std::string mem = env("GEARBOX_DEVICE_MEMORY"); !mem.empty()) {
     auto r = parse_memory_size(mem);
     if (!r.ok()) {
@@ -206,10 +221,8 @@ Check check_op_path() {
   if (p.empty()) return {"PASS", "op_plugins", "GEARBOX_OP_PATH not set: no custom-op plugins are loaded", ""};
   std::vector<std::string> bad;
   int libs = 0;
-  std::stringstream ss(p);
-  for (std::string dir; std::getline(ss, dir, ':');) {
+  for (const std::string& dir : split_list(p, ':')) {
     std::error_code ec;
-    if (dir.empty()) continue;
     if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), R_OK | X_OK) != 0) {
       bad.push_back(dir);
       continue;
@@ -286,7 +299,7 @@ int doctor(const DoctorOptions& o) {
 void add_doctor_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<DoctorOptions>();
   CLI::App* sub = app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
-  sub->add_option("model", o->model, "A model (.onnx) to check against this machine");
+  sub->add_option("model", o->model, "A model (.onnx or .gbm) to check against this machine");
   sub->add_flag("--json", o->json, "Print the checks as JSON");
   sub->callback([o, action] { *action = [o] { return doctor(*o); }; });
 }

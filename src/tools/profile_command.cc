@@ -1,6 +1,7 @@
 // `gearbox profile MODEL --output-dir DIR`: runs a model under the executor's profiling hooks
 // and writes trace.json (Chrome trace events), op_summary.csv, memory.csv and report.html,
 // with the advisor's findings also printed on stdout.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -61,26 +62,19 @@ Roofline measure_roofline() {
   return r;
 }
 
-// Fusion passes switched off for this run that would have matched: the advisor's "unfused"
-// evidence. Costs a second import, so it is only done when some pass is off.
-std::vector<std::string> unfused_patterns(const ProfileOptions& o) {
-  const char* env = std::getenv("GEARBOX_DISABLE_PASSES");
-  if (o.disabled_passes.empty() && !(env && *env)) return {};
-  auto model = import_onnx_file(o.model);
+// Passes switched off for this run that would have matched: the advisor's "unfused"
+// evidence. What ran comes from the session's own report; what would have matched needs one
+// more import with every pass on, so it is only done when some pass was off.
+std::vector<std::string> unfused_patterns(const std::string& model_path, const OptimizerReport& as_run) {
+  if (std::none_of(as_run.passes.begin(), as_run.passes.end(), [](const PassReport& p) { return !p.ran; })) return {};
+  auto model = import_onnx_file(model_path);
   if (!model.ok()) return {};
-  OptimizerOptions asked;
-  asked.disabled_passes = o.disabled_passes;
-  asked.plan_memory = false;
   OptimizerOptions all_on;
   all_on.use_env = false;
-  all_on.plan_memory = false;
   auto full = optimize(*model, all_on);
-  auto off = import_onnx_file(o.model);
-  if (!full.ok() || !off.ok()) return {};
-  auto as_run = optimize(*off, asked);
-  if (!as_run.ok()) return {};
+  if (!full.ok()) return {};
   std::vector<std::string> out;
-  for (const PassReport& p : as_run->passes) {
+  for (const PassReport& p : as_run.passes) {
     int m = full->matches(p.name);
     if (!p.ran && m > 0)
       out.push_back(fmt::format("pass {} is off; with it on it matches {} time(s) in this model", p.name, m));
@@ -118,8 +112,7 @@ int profile(const ProfileOptions& o) {
   d.ops = profiler.ops();
   d.runs = profiler.runs();
   d.roofline = measure_roofline();
-  d.disabled_passes = o.disabled_passes;
-  d.unfused_patterns = unfused_patterns(o);
+  d.unfused_patterns = unfused_patterns(o.model, (*session)->optimizer_report());
   if (auto dev = device::get_device(device::DeviceKind::CPU, 0); dev.ok())
     if (auto pool = (*dev)->pool(); pool.ok()) d.pool_capacity = (*pool)->stats().capacity;
 

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/op_cost.h"
+
 namespace gearbox::cli {
 namespace {
 
@@ -17,7 +19,10 @@ double ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 std::string dims_str(const std::vector<Dims>& ds) {
   std::string s;
-  for (const Dims& d : ds) s += (s.empty() ? "" : " ") + to_string(d);
+  for (const Dims& d : ds) {
+    if (!s.empty()) s += ' ';
+    s += to_string(d);
+  }
   return s;
 }
 
@@ -29,14 +34,6 @@ std::string csv(const std::string& s) {
   return q + "\"";
 }
 
-// Ops that only move or reinterpret data: among the top ops they point at a layout or
-// engine boundary.
-bool is_copy_like(const std::string& op) {
-  static const std::set<std::string> k = {"Transpose", "Reorder", "Cast", "Concat", "Split", "Slice", "Pad",
-                                          "Expand", "Tile", "Gather", "DepthToSpace", "SpaceToDepth", "Copy"};
-  return k.count(op) > 0;
-}
-
 // Ops that typically belong to input preprocessing rather than to the network.
 bool is_preprocessing_like(const std::string& op) {
   static const std::set<std::string> k = {"Resize", "Cast", "Upsample", "Transpose", "CenterCropPad", "ImageScaler",
@@ -44,11 +41,10 @@ bool is_preprocessing_like(const std::string& op) {
   return k.count(op) > 0;
 }
 
+// Convolutions and matrix products: the ops whose roofline matters most.
 bool compute_heavy(const std::string& op) {
-  static const std::set<std::string> k = {"Conv", "ConvTranspose", "MatMul", "Gemm", "com.gearbox.FusedConv",
-                                          "com.gearbox.FusedMatMul", "com.gearbox.FusedGemm", "ConvInteger",
-                                          "MatMulInteger", "QLinearConv", "QLinearMatMul"};
-  return k.count(op) > 0;
+  const OpKind k = op_kind(op);
+  return k == OpKind::Conv || k == OpKind::ConvTranspose || k == OpKind::MatMul || k == OpKind::Gemm;
 }
 
 }  // namespace
@@ -74,7 +70,13 @@ double total_op_ms(const ProfileData& d) {
 
 std::vector<OpSummary> summarize(const ProfileData& d) {
   std::map<std::string, OpSummary> by_type, by_node;
-  auto add = [](OpSummary& s, const OpRecord& o) {
+  // Adds one execution to the row `key` of `rows`, creating the row on first use.
+  auto add = [](std::map<std::string, OpSummary>& rows, const std::string& key, const char* kind, const OpRecord& o) {
+    OpSummary& s = rows[key];
+    s.kind = kind;
+    s.name = key;
+    s.op_type = o.op_type;
+    s.engine = o.engine;
     double t = ms(o.end_ns - o.begin_ns);
     if (s.calls == 0 || t < s.min_ms) s.min_ms = t;
     s.max_ms = std::max(s.max_ms, t);
@@ -87,19 +89,8 @@ std::vector<OpSummary> summarize(const ProfileData& d) {
     // Time inside an If/Loop body is already part of the control-flow node's slice; count
     // subgraph ops in their own rows but keep op-type totals to the main graph so that
     // they add up to the run.
-    OpSummary& n = by_node[o.node];
-    n.kind = "node";
-    n.name = o.node;
-    n.op_type = o.op_type;
-    n.engine = o.engine;
-    add(n, o);
-    if (o.depth != 0) continue;
-    OpSummary& t = by_type[o.op_type];
-    t.kind = "op_type";
-    t.name = o.op_type;
-    t.op_type = o.op_type;
-    t.engine = o.engine;
-    add(t, o);
+    add(by_node, o.node, "node", o);
+    if (o.depth == 0) add(by_type, o.op_type, "op_type", o);
   }
   auto sorted = [](std::map<std::string, OpSummary>& m) {
     std::vector<OpSummary> v;
@@ -131,7 +122,7 @@ std::vector<Finding> advise(const ProfileData& d) {
   // Copies and reorders among the top ops.
   for (size_t i = 0; i < types.size() && i < 5; ++i) {
     const OpSummary& s = types[i];
-    if (!is_copy_like(s.op_type) || op_ms <= 0 || s.total_ms / op_ms < 0.05) continue;
+    if (op_kind(s.op_type) != OpKind::DataMovement || op_ms <= 0 || s.total_ms / op_ms < 0.05) continue;
     std::string nodes;
     int listed = 0;
     for (const OpSummary& n : rows)

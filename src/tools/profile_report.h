@@ -47,8 +47,8 @@ struct ProfileData {
   std::vector<RunRecord> runs;
   Roofline roofline;
   std::optional<size_t> pool_capacity;     // the device pool's capacity, when known
-  std::vector<std::string> disabled_passes;  // optimizer passes switched off for this run
-  std::vector<std::string> unfused_patterns; // "Conv+Relu (3 left unfused; pass fuse_conv is off)"
+  // Passes switched off that would have matched: "pass conv_fusion is off; with it on it matches 3 ..."
+  std::vector<std::string> unfused_patterns;
 };
 
 // Rows by op type, then by node; each group sorted by total time, largest first.

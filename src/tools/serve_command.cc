@@ -105,7 +105,6 @@ int serve(const ServeOptions& o) {
     if (!session.ok()) return report(session.status().with_context("--model " + name + ": "));
     serve::RunnerOptions ro;
     ro.workers = o.workers;
-    ro.intra_op_threads = o.threads;
     ro.max_batch = o.max_batch;
     ro.batch_timeout_us = o.batch_timeout_us;
     const std::string version = "1";

@@ -7,7 +7,8 @@ Checks that smi's JSON has every documented field with the right types (and that
 pool and system-memory figures agree with each other and with /proc/meminfo), that --watch
 emits one JSON document per refresh, that --calibrate fills and caches the peaks, and that
 doctor prints PASS/WARN/FAIL lines with fixes and FAILs for a simulated missing ISA
-feature, for a model compiled for a missing one, and for broken settings.
+feature, for a model (.onnx metadata or .gbm) compiled for a missing one, and for broken
+settings.
 """
 import json
 import os
@@ -65,7 +66,12 @@ for key in ["capacity_bytes", "used_bytes", "free_bytes", "largest_free_block_by
             "peak_used_bytes", "live_allocations", "allocations", "frees", "failed_allocations",
             "block_size_histogram"]:
     check(key in pool, f"smi: pool field {key}")
-check(pool["used_bytes"] + pool["free_bytes"] == pool["capacity_bytes"], "smi: used + free == capacity")
+# smi itself allocates nothing from the pool (session tensors do not come from it either):
+# a fresh process reports an empty pool, and the free-block scan agrees with the counters.
+check(pool["used_bytes"] == 0 and pool["live_allocations"] == 0, "smi: a fresh process has an empty pool")
+check(pool["peak_used_bytes"] >= pool["used_bytes"], "smi: peak >= used")
+check(0 < pool["largest_free_block_bytes"] <= pool["free_bytes"] == pool["capacity_bytes"],
+      "smi: an empty pool has free blocks, none larger than the free total")
 with open("/proc/meminfo") as f:
     total_kb = int(next(l for l in f if l.startswith("MemTotal:")).split()[1])
 check(doc["system_memory"]["total_bytes"] == total_kb * 1024, "smi: system memory total matches /proc/meminfo")
@@ -139,6 +145,23 @@ del m.metadata_props[:]
 plain = os.path.join(WORK, "plain.onnx")
 onnx.save(m, plain)
 check(doctor([plain], rc=0)["model.isa"]["status"] == "PASS", "doctor: a model without requirements passes")
+
+# A .gbm records the ISA it was compiled for (--target native: this build's features).
+gbm_path, report_path = os.path.join(WORK, "native.gbm"), os.path.join(WORK, "native_report.json")
+run(["compile", plain, "-o", gbm_path, "--target", "native", "--report", report_path], expect_rc=0)
+with open(report_path) as f:
+    gbm_isa = json.load(f)["required_isa"]
+check(len(gbm_isa) >= 1, f"compile --target native records this build's features: {gbm_isa}")
+checks = doctor([gbm_path], rc=0)
+check(checks["model.isa"]["status"] == "PASS" and all(f in checks["model.isa"]["detail"] for f in gbm_isa),
+      f"doctor model.gbm: ISA check passes and names {gbm_isa}: {checks['model.isa']}")
+if gbm_isa:
+    checks = doctor([gbm_path], {"GEARBOX_SIMULATE_MISSING_ISA": gbm_isa[-1]}, rc=1)
+    check(checks["model.isa"]["status"] == "FAIL" and gbm_isa[-1] in checks["model.isa"]["detail"],
+          f"doctor model.gbm: FAIL when {gbm_isa[-1]} is missing: {checks['model.isa']}")
+generic = os.path.join(WORK, "generic.gbm")
+run(["compile", plain, "-o", generic, "--target", "generic"], expect_rc=0)
+check(doctor([generic], rc=0)["model.isa"]["status"] == "PASS", "doctor: a generic .gbm passes")
 bad = os.path.join(WORK, "bad.onnx")
 with open(bad, "wb") as f:
     f.write(b"\x00garbage")
@@ -154,6 +177,14 @@ check(checks["device.pool"]["status"] == "FAIL", "doctor: pool cannot be sized")
 check(checks["env.GEARBOX_NUM_THREDS"]["status"] == "WARN", "doctor: unknown GEARBOX_ variable (typo)")
 check(checks["log_dir"]["status"] == "FAIL", "doctor: unwritable log folder")
 check(checks["threads"]["status"] in ("PASS", "WARN"), "doctor: thread check present")
+# Variables gearbox reads (docs/cli.md) are not "misspelt".
+known = {"GEARBOX_ENGINES": "cpu.ref", "GEARBOX_PLAN_CACHE_SIZE": "4", "GEARBOX_DISABLE_PASSES": "fuse_conv_bn",
+         "GEARBOX_LOG_LEVEL": "critical"}
+checks = doctor(env=known, rc=0)
+for name in known:
+    check("env." + name not in checks, f"doctor: no warning for {name}: {checks.get('env.' + name)}")
+check(doctor(env={"GEARBOX_LOG_LEVEL": "loud"})["env.GEARBOX_LOG_LEVEL"]["status"] == "WARN",
+      "doctor: unknown log level")
 checks = doctor(env={"GEARBOX_NUM_THREADS": "999"}, rc=0)
 check(checks["threads"]["status"] == "WARN" and "oversubscribed" in checks["threads"]["detail"],
       "doctor: oversubscribed threads")

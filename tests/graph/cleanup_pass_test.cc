@@ -17,7 +17,7 @@ TEST(RemoveNoopPass, IdentityDropoutAndSameTypeCastGo) {
     y = b.op("Relu", {y});
     y->type.dtype = DType::F32;  // as shape inference records it: the Cast below is a no-op
     y = b.node("Dropout", {y}, 1)->outputs[0];
-    AttributeMap cast{{"to", a_int(1)}};
+    AttributeMap cast{{"to", attr_int(1)}};
     y = b.op("Cast", {y}, cast);
     y = b.op("Identity", {y});  // a graph output: Cast's producer (Relu) writes it instead
     b.output(y);
@@ -36,7 +36,7 @@ TEST(RemoveNoopPass, NearMissesStay) {
   auto build = [] {
     GraphBuilder b;
     Value* x = b.input("x", DType::F32, {2, 5});
-    AttributeMap cast{{"to", a_int(11)}};  // float32 -> float64 changes the type
+    AttributeMap cast{{"to", attr_int(11)}};  // float32 -> float64 changes the type
     Value* y = b.op("Cast", {x}, cast);
     Node* d = b.node("Dropout", {x}, 2);  // its mask is a graph output
     b.output(y);
@@ -86,7 +86,7 @@ TEST(CsePass, IdenticalNodesMerge) {
   auto build = [] {
     GraphBuilder b;
     Value* x = b.input("x", DType::F32, {2, 5});
-    AttributeMap alpha{{"alpha", a_float(0.2f)}};
+    AttributeMap alpha{{"alpha", attr_float(0.2f)}};
     Value* a = b.op("LeakyRelu", {x}, alpha);
     Value* c = b.op("LeakyRelu", {x}, alpha);
     Value* ea = b.op("Exp", {a});
@@ -105,8 +105,8 @@ TEST(CsePass, IdenticalNodesMerge) {
 TEST(CsePass, DifferentAttributesOrInputsDoNotMerge) {
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {2, 5});
-  Value* a = b.op("LeakyRelu", {x}, {{"alpha", a_float(0.2f)}});
-  Value* c = b.op("LeakyRelu", {x}, {{"alpha", a_float(0.3f)}});
+  Value* a = b.op("LeakyRelu", {x}, {{"alpha", attr_float(0.2f)}});
+  Value* c = b.op("LeakyRelu", {x}, {{"alpha", attr_float(0.3f)}});
   Value* d = b.op("Sub", {a, c});
   Value* e = b.op("Sub", {c, a});  // same op, inputs swapped
   b.output(b.op("Add", {d, e}));

@@ -13,7 +13,7 @@ TEST(ConstantFoldingPass, ConstantSubgraphBecomesAnInitializer) {
     Value* x = b.input("x", DType::F32, {2, 3});
     Value* c1 = b.constant("c1", random_tensor({2, 3}, 3));
     Value* c2 = b.constant("c2", random_tensor({2, 3}, 4));
-    Value* k = b.op("Mul", {b.op("Add", {c1, c2}), b.op("Constant", {}, {{"value_float", a_float(2.f)}})});
+    Value* k = b.op("Mul", {b.op("Add", {c1, c2}), b.op("Constant", {}, {{"value_float", attr_float(2.f)}})});
     b.output(b.op("Add", {x, k}));  // reads x: stays
     return b.take();
   };
@@ -31,7 +31,7 @@ TEST(ConstantFoldingPass, SizeCapAndRandomOpsStay) {
   Value* x = b.input("x", DType::F32, {1});
   // 1M float32 = 4 MB > the 1 MB cap set below.
   Value* big = b.op("ConstantOfShape", {b.constant("shape", ints({1024, 1024}))});
-  Value* rnd = b.op("RandomUniform", {}, {{"shape", a_ints({2})}});
+  Value* rnd = b.op("RandomUniform", {}, {{"shape", attr_ints({2})}});
   b.output(b.op("Add", {x, b.op("ReduceSum", {big})}));
   b.output(rnd);
   Model m = b.take();
@@ -49,9 +49,9 @@ Model shape_chain(std::vector<Dim> dims) {
   GraphBuilder b(13);
   Value* x = b.input("x", DType::F32, dims);
   Value* shape = b.op("Shape", {x});
-  Value* d0 = b.op("Gather", {shape, b.constant("zero", Tensor::scalar<int64_t>(0))}, {{"axis", a_int(0)}});
+  Value* d0 = b.op("Gather", {shape, b.constant("zero", Tensor::scalar<int64_t>(0))}, {{"axis", attr_int(0)}});
   Value* u = b.op("Unsqueeze", {d0, b.constant("axes", ints({0}))});
-  Value* cat = b.op("Concat", {u, b.constant("minus1", ints({-1}))}, {{"axis", a_int(0)}});
+  Value* cat = b.op("Concat", {u, b.constant("minus1", ints({-1}))}, {{"axis", attr_int(0)}});
   b.output(b.op("Reshape", {x, cat}));
   return b.take();
 }

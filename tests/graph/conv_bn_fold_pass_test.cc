@@ -13,11 +13,11 @@ Model conv_bn(bool with_bias, bool conv_output_also_read) {
   Value* x = b.input("x", DType::F32, {1, 3, 6, 6});
   std::vector<Value*> conv_in{x, b.constant("w", random_tensor({4, 3, 3, 3}, 10))};
   if (with_bias) conv_in.push_back(b.constant("b", random_tensor({4}, 11)));
-  Value* c = b.op("Conv", conv_in, {{"pads", a_ints({1, 1, 1, 1})}});
+  Value* c = b.op("Conv", conv_in, {{"pads", attr_ints({1, 1, 1, 1})}});
   Value* y = b.op("BatchNormalization",
                   {c, b.constant("gamma", random_tensor({4}, 12, 0.5f, 2.f)), b.constant("beta", random_tensor({4}, 13)),
                    b.constant("mean", random_tensor({4}, 14)), b.constant("var", random_tensor({4}, 15, 0.1f, 2.f))},
-                  {{"epsilon", a_float(1e-3f)}});
+                  {{"epsilon", attr_float(1e-3f)}});
   b.output(y);
   if (conv_output_also_read) b.output(b.op("Relu", {c}));
   return b.take();

@@ -25,14 +25,14 @@ Model conv_pattern(const std::string& act, bool residual, bool bias = true) {
   Value* x = b.input("x", DType::F32, {1, 3, 5, 5});
   std::vector<Value*> in{x, b.constant("w", random_tensor({4, 3, 3, 3}, 20))};
   if (bias) in.push_back(b.constant("b", random_tensor({4}, 21)));
-  Value* y = b.op("Conv", in, {{"pads", a_ints({1, 1, 1, 1})}});
+  Value* y = b.op("Conv", in, {{"pads", attr_ints({1, 1, 1, 1})}});
   if (residual) y = b.op("Add", {b.input("z", DType::F32, {1, 4, 5, 5}), y});
   if (act == "Relu" || act == "Sigmoid" || act == "Tanh" || act == "HardSwish") {
     y = b.op(act, {y});
   } else if (act == "LeakyRelu") {
-    y = b.op(act, {y}, {{"alpha", a_float(0.3f)}});
+    y = b.op(act, {y}, {{"alpha", attr_float(0.3f)}});
   } else if (act == "HardSigmoid") {
-    y = b.op(act, {y}, {{"alpha", a_float(0.25f)}, {"beta", a_float(0.4f)}});
+    y = b.op(act, {y}, {{"alpha", attr_float(0.25f)}, {"beta", attr_float(0.4f)}});
   } else if (act == "Clip") {
     y = b.op("Clip", {y, b.constant("lo", scalar_f(0.f)), b.constant("hi", scalar_f(0.6f))});
   } else if (act == "Silu") {
@@ -176,7 +176,7 @@ TEST(MatMulFusionPass, GemmWithActivationAndBiasOnly) {
     GraphBuilder b(13);
     Value* x = b.input("x", DType::F32, {3, 5});
     Value* y = b.op("Gemm", {x, b.constant("w", random_tensor({4, 5}, 34)), b.constant("c", random_tensor({4}, 35))},
-                    {{"transB", a_int(1)}, {"alpha", a_float(0.5f)}});
+                    {{"transB", attr_int(1)}, {"alpha", attr_float(0.5f)}});
     b.output(b.op("Relu", {y}));
     return b.take();
   };
@@ -209,7 +209,7 @@ Model layer_norm(bool skip, float pow_exponent = 2.f) {
   GraphBuilder b(14);
   Value* x = b.input("x", DType::F32, {2, 3, 6});
   if (skip) x = b.op("Add", {x, b.input("r", DType::F32, {2, 3, 6})});
-  AttributeMap last{{"axes", a_ints({-1})}};
+  AttributeMap last{{"axes", attr_ints({-1})}};
   Value* d = b.op("Sub", {x, b.op("ReduceMean", {x}, last)});
   Value* var = b.op("ReduceMean", {b.op("Pow", {d, b.constant("two", scalar_f(pow_exponent))})}, last);
   Value* sd = b.op("Sqrt", {b.op("Add", {var, b.constant("eps", scalar_f(1e-5f))})});
@@ -259,15 +259,15 @@ Model attention(bool with_mask, bool scores_read_elsewhere = false) {
     Value* p = b.op("Add", {b.constant(std::string(name) + "_b", random_tensor({heads * dh}, seed + 1)),
                             b.op("MatMul", {x, b.constant(std::string(name) + "_w", random_tensor({8, 8}, seed))})});
     Value* r = b.op("Reshape", {p, b.constant(std::string(name) + "_shape", ints({1, s, heads, dh}))});
-    return b.op("Transpose", {r}, {{"perm", a_ints(perm)}});
+    return b.op("Transpose", {r}, {{"perm", attr_ints(perm)}});
   };
   Value* q = proj("q", 50, {0, 2, 1, 3});
   Value* v = proj("v", 52, {0, 2, 1, 3});
   Value* k = proj("k", 54, {0, 2, 3, 1});
   Value* scores = b.op("Div", {b.op("MatMul", {q, k}), b.constant("scale", scalar_f(2.f))});
   if (with_mask) scores = b.op("Add", {scores, b.input("mask", DType::F32, {1, 1, 1, s})});
-  Value* p = b.op("Softmax", {scores}, {{"axis", a_int(-1)}});
-  Value* ctx = b.op("Transpose", {b.op("MatMul", {p, v})}, {{"perm", a_ints({0, 2, 1, 3})}});
+  Value* p = b.op("Softmax", {scores}, {{"axis", attr_int(-1)}});
+  Value* ctx = b.op("Transpose", {b.op("MatMul", {p, v})}, {{"perm", attr_ints({0, 2, 1, 3})}});
   b.output(b.op("Reshape", {ctx, b.constant("out_shape", ints({1, s, heads * dh}))}));
   if (scores_read_elsewhere) b.output(scores);
   return b.take();

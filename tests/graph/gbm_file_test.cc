@@ -316,8 +316,10 @@ TEST(GbmFile, BoundedFuzzOfTheLoader) {
     int code = static_cast<int>(m.status().code());
     EXPECT_TRUE(code >= 6003 && code <= 6008) << "iteration " << iter << ": " << m.status().to_string();
   }
+  // The fuzz reached both outcomes: some mutations (in unused bytes, with a fixed-up
+  // checksum) still load, and the rest fail with a .gbm code.
+  EXPECT_GT(ok, 0);
   EXPECT_GT(failed, 0);
-  EXPECT_EQ(ok + failed, 2000);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "graph/pass_test_util.h"
 
 namespace gearbox::testing {
@@ -15,9 +17,20 @@ void typed(Value* v, Dims d) {
   v->type.shape = Shape::from_dims(d);
 }
 
+// Expects no two values that are live at the same node to share a byte.
+void expect_no_live_overlap(const MemoryPlan& p) {
+  for (size_t i = 0; i < p.placements.size(); ++i)
+    for (size_t j = i + 1; j < p.placements.size(); ++j) {
+      const auto &u = p.placements[i], &w = p.placements[j];
+      const bool live_together = u.first <= w.last && w.first <= u.last;
+      const bool bytes_overlap = u.offset < w.offset + w.bytes && w.offset < u.offset + u.bytes;
+      EXPECT_FALSE(live_together && bytes_overlap) << u.value->name << " / " << w.value->name;
+    }
+}
+
 TEST(MemoryPlan, ChainReusesMemoryAndMatchesTheLowerBound) {
-  // x -> Exp a[256] -> MatMul-like (Conv-free) chain: a -> Neg b -> Softmax c -> Softmax d.
-  // Softmax is not element-wise in the planner, so no in-place: b and d may share a's slot.
+  // x -> Exp a -> Softmax c -> Softmax d -> Softmax e, 256 floats each. Softmax is not
+  // element-wise in the planner, so no in-place: d may take a's slot and e c's.
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {256});
   Value* a = b.op("Exp", {x});        // 1024 B
@@ -51,17 +64,40 @@ TEST(MemoryPlan, OverlappingLifetimesNeverShareBytes) {
   b.output(s);
   Model m = b.take();
   MemoryPlan p = plan_memory(*m.graph);
-  for (size_t i = 0; i < p.placements.size(); ++i) {
-    EXPECT_EQ(p.placements[i].offset % 64, 0u);
-    for (size_t j = i + 1; j < p.placements.size(); ++j) {
-      const auto &u = p.placements[i], &w = p.placements[j];
-      const bool live_together = u.first <= w.last && w.first <= u.last;
-      const bool bytes_overlap = u.offset < w.offset + w.bytes && w.offset < u.offset + u.bytes;
-      EXPECT_FALSE(live_together && bytes_overlap) << u.value->name << " / " << w.value->name;
-    }
-  }
+  for (const auto& pl : p.placements) EXPECT_EQ(pl.offset % 64, 0u);
+  expect_no_live_overlap(p);
   EXPECT_GE(p.planned_bytes, p.lower_bound_bytes);
   EXPECT_EQ(p.planned_bytes, p.lower_bound_bytes);  // all live at the Sum: no room to do better or worse
+}
+
+TEST(MemoryPlan, DisjointLifetimesShareOffsets) {
+  // a (1024 B) -> b (256 B) -> c (1024 B) -> d (256 B, output); each dies at the next node.
+  // The sizes are declared by hand (the planner reads only value types). a [0,1] and c [2,3]
+  // never live together, nor do b [1,2] and d [3,end]: the best plan puts c on a and d on b,
+  // 1280 B, which is also the most bytes live at one node.
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {256});
+  Value* va = b.op("Softmax", {x});
+  Value* vb = b.op("Softmax", {va});
+  Value* vc = b.op("Softmax", {vb});
+  Value* vd = b.op("Softmax", {vc});
+  typed(va, {256});
+  typed(vb, {64});
+  typed(vc, {256});
+  typed(vd, {64});
+  b.output(vd);
+  Model m = b.take();
+  MemoryPlan p = plan_memory(*m.graph);
+  ASSERT_EQ(p.placements.size(), 4u);
+  std::map<const Value*, BufferPlacement> at;
+  for (const auto& pl : p.placements) at[pl.value] = pl;
+  EXPECT_EQ(at[va].offset, at[vc].offset);
+  EXPECT_EQ(at[vb].offset, at[vd].offset);
+  EXPECT_NE(at[va].offset, at[vb].offset);
+  expect_no_live_overlap(p);
+  EXPECT_EQ(p.naive_bytes, 2560u);
+  EXPECT_EQ(p.lower_bound_bytes, 1280u);
+  EXPECT_EQ(p.planned_bytes, 1280u);
 }
 
 TEST(MemoryPlan, ElementwiseRunsInPlace) {

@@ -12,6 +12,7 @@
 
 #include "graph/ir.h"
 #include "graph/optimizer.h"
+#include "kernels/kernel.h"
 #include "runtime/session.h"
 
 namespace gearbox::testing {
@@ -71,24 +72,12 @@ class GraphBuilder {
   int counter_ = 0;
 };
 
-inline Attribute a_int(int64_t v) {
-  Attribute a;
-  a.type = AttrType::Int;
-  a.i = v;
-  return a;
-}
-inline Attribute a_float(float v) {
-  Attribute a;
-  a.type = AttrType::Float;
-  a.f = v;
-  return a;
-}
-inline Attribute a_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.type = AttrType::Ints;
-  a.ints = std::move(v);
-  return a;
-}
+// The attribute builders live in kernels/attributes.h; re-exported for the tests.
+using gearbox::attr_float;
+using gearbox::attr_floats;
+using gearbox::attr_int;
+using gearbox::attr_ints;
+using gearbox::attr_string;
 
 inline Tensor random_tensor(Dims dims, uint32_t seed, float lo = -1.f, float hi = 1.f) {
   Tensor t(DType::F32, dims);
@@ -121,7 +110,10 @@ inline OptimizerOptions only_passes(const std::vector<std::string>& names) {
 inline void expect_same_outputs(const std::function<Model()>& build, const std::map<std::string, Tensor>& feeds,
                                 const OptimizerOptions& opts, float tol = 1e-5f, OptimizerReport* report = nullptr,
                                 std::shared_ptr<Graph>* optimized = nullptr) {
+  // Both sessions on the reference engine: the comparison is fused vs unfused within one
+  // engine, not oneDNN vs reference.
   SessionOptions off;
+  off.engine = std::string(kEngineRef);
   off.optimizer.enabled = false;
   off.optimizer.use_env = false;
   auto s0 = Session::create(build(), off);
@@ -135,6 +127,7 @@ inline void expect_same_outputs(const std::function<Model()>& build, const std::
   if (report) *report = *rep;
   if (optimized) *optimized = m.graph;
   SessionOptions none;
+  none.engine = std::string(kEngineRef);
   none.optimizer.enabled = false;  // already optimized
   auto s1 = Session::create(m, none);
   ASSERT_TRUE(s1.ok()) << s1.status().to_string();

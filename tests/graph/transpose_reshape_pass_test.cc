@@ -12,7 +12,7 @@ const std::map<std::string, Tensor> kFeeds{{"x", random_tensor({2, 3, 4}, 70)}};
 Model transposes(std::vector<int64_t> p1, std::vector<int64_t> p2) {
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {2, 3, 4});
-  Value* t = b.op("Transpose", {b.op("Transpose", {x}, {{"perm", a_ints(p1)}})}, {{"perm", a_ints(p2)}});
+  Value* t = b.op("Transpose", {b.op("Transpose", {x}, {{"perm", attr_ints(p1)}})}, {{"perm", attr_ints(p2)}});
   b.output(b.op("Relu", {t}));
   return b.take();
 }
@@ -55,8 +55,8 @@ TEST(TransposeReshapePass, NearMisses) {
   {  // the inner Transpose's output is read elsewhere too
     GraphBuilder b;
     Value* x = b.input("x", DType::F32, {2, 3, 4});
-    Value* t1 = b.op("Transpose", {x}, {{"perm", a_ints({1, 2, 0})}});
-    b.output(b.op("Transpose", {t1}, {{"perm", a_ints({2, 0, 1})}}));
+    Value* t1 = b.op("Transpose", {x}, {{"perm", attr_ints({1, 2, 0})}});
+    b.output(b.op("Transpose", {t1}, {{"perm", attr_ints({2, 0, 1})}}));
     b.output(t1);
     Model m = b.take();
     auto rep = optimize(m, only_passes({"transpose_reshape_cancel"}));

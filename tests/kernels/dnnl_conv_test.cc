@@ -16,6 +16,7 @@ using testing::attr_int;
 using testing::attr_ints;
 using testing::attr_string;
 using testing::dnnl_random;
+using testing::DnnlPath;
 using testing::expect_dnnl_matches_ref;
 using testing::KernelCall;
 using testing::make_call;
@@ -112,6 +113,7 @@ TEST(DnnlConv, WeightsAreReorderedOncePerWeightTensor) {
   const Tensor w = dnnl_random({64, 32, 3, 3}, g);
   KernelCall call = make_call("Conv", 11, {dnnl_random({1, 32, 14, 14}, g), w});
   call.engine = std::string(kEngineDnnl);
+  call.constant_inputs = {false, true};  // the weight stands for an initializer
   const int64_t before = dnnl_engine::weight_reorder_count();
   ASSERT_TRUE(testing::run_kernel(call).ok());
   const int64_t after_first = dnnl_engine::weight_reorder_count();
@@ -131,26 +133,40 @@ TEST(DnnlConv, WeightsAreReorderedOncePerWeightTensor) {
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), after_first + 1);
 }
 
+// A weight computed at run time (not an initializer) differs every run: it is reordered each
+// run and never cached, so the cache does not fill with dead weights.
+TEST(DnnlConv, RunTimeWeightsAreNotCached) {
+  std::mt19937 g(6);
+  const size_t cached_before = dnnl_engine::weight_cache_size();
+  const int64_t reorders_before = dnnl_engine::weight_reorder_count();
+  for (int i = 0; i < 3; ++i) {
+    KernelCall call = make_call("Conv", 11, {dnnl_random({1, 32, 14, 14}, g), dnnl_random({64, 32, 3, 3}, g)});
+    expect_dnnl_matches_ref(call, 32 * 9, "run-time weight " + std::to_string(i));
+  }
+  EXPECT_EQ(dnnl_engine::weight_cache_size(), cached_before);
+  EXPECT_EQ(dnnl_engine::weight_reorder_count(), reorders_before + 3);  // blocked layout: one reorder a run
+}
+
 TEST(DnnlConv, UnhandledConfigurationsRunTheReference) {
   std::mt19937 g(9);
   // 1-D and 3-D convs, a residual that broadcasts, an unknown activation (ref error), a
   // group that does not divide C (ref error) and a too-small input (ref error).
-  expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({2, 3, 17}, g), dnnl_random({4, 3, 3}, g)}), 9, "1-D");
+  expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({2, 3, 17}, g), dnnl_random({4, 3, 3}, g)}), 9, "1-D", DnnlPath::Reference);
   expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({1, 2, 5, 6, 7}, g), dnnl_random({3, 2, 3, 3, 3}, g)}),
-                          54, "3-D");
+                          54, "3-D", DnnlPath::Reference);
   KernelCall bz = make_call("FusedConv", 1,
                             {dnnl_random({1, 4, 7, 7}, g), dnnl_random({8, 4, 3, 3}, g), Tensor(), dnnl_random({8, 1, 1}, g)});
   bz.domain = "com.gearbox";
-  expect_dnnl_matches_ref(bz, 36, "broadcast residual");
+  expect_dnnl_matches_ref(bz, 36, "broadcast residual", DnnlPath::Reference);
   KernelCall unk = make_call("FusedConv", 1, {dnnl_random({1, 4, 7, 7}, g), dnnl_random({8, 4, 3, 3}, g)});
   unk.domain = "com.gearbox";
   unk.attrs["activation"] = attr_string("Mystery");
-  expect_dnnl_matches_ref(unk, 36, "unknown activation");
+  expect_dnnl_matches_ref(unk, 36, "unknown activation", DnnlPath::Reference);
   KernelCall badg = make_call("Conv", 11, {dnnl_random({1, 5, 7, 7}, g), dnnl_random({4, 2, 3, 3}, g)});
   badg.attrs["group"] = attr_int(2);
-  expect_dnnl_matches_ref(badg, 18, "bad group");
+  expect_dnnl_matches_ref(badg, 18, "bad group", DnnlPath::Reference);
   expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({1, 2, 2, 2}, g), dnnl_random({3, 2, 3, 3}, g)}), 18,
-                          "input smaller than kernel");
+                          "input smaller than kernel", DnnlPath::Reference);
 }
 
 }  // namespace

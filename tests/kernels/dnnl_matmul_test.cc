@@ -13,6 +13,7 @@ namespace {
 using testing::attr_float;
 using testing::attr_int;
 using testing::dnnl_random;
+using testing::DnnlPath;
 using testing::expect_dnnl_matches_ref;
 using testing::KernelCall;
 using testing::make_call;
@@ -38,11 +39,11 @@ TEST(DnnlMatMul, RandomizedBatchBroadcastingAgainstReference) {
 TEST(DnnlMatMul, FallbacksMatchTheReference) {
   std::mt19937 g(1);
   // 1-D operands, a K mismatch (ref error), batch dims that do not broadcast (ref error).
-  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({7}, g), dnnl_random({2, 7, 3}, g)}), 7, "1-D A");
-  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({7}, g)}), 7, "1-D B");
-  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({6, 3}, g)}), 7, "K mismatch");
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({7}, g), dnnl_random({2, 7, 3}, g)}), 7, "1-D A", DnnlPath::Reference);
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({7}, g)}), 7, "1-D B", DnnlPath::Reference);
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({4, 7}, g), dnnl_random({6, 3}, g)}), 7, "K mismatch", DnnlPath::Reference);
   expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({2, 4, 7}, g), dnnl_random({3, 7, 3}, g)}), 7,
-                          "batch mismatch");
+                          "batch mismatch", DnnlPath::Reference);
 }
 
 TEST(DnnlGemm, TransposesAlphaBetaAndBroadcastC) {
@@ -86,7 +87,8 @@ TEST(DnnlFusedMatMulGemm, BiasAndActivationsAgainstReference) {
         mm.attrs["activation"] = testing::attr_string(act);
         mm.attrs["activation_params"] = params;
       }
-      expect_dnnl_matches_ref(mm, 33, "FusedMatMul " + act + " " + std::to_string(variant));
+      expect_dnnl_matches_ref(mm, 33, "FusedMatMul " + act + " " + std::to_string(variant),
+                              variant == 2 ? DnnlPath::Reference : DnnlPath::OneDnn);
       // FusedGemm: transB, alpha, beta, C [N] (or none).
       KernelCall gm = make_call("FusedGemm", 1, {dnnl_random({9, 13}, g), dnnl_random({5, 13}, g)});
       gm.domain = "com.gearbox";

@@ -20,6 +20,7 @@ struct KernelCall {
   size_t num_outputs = 1;
   std::string domain;
   std::string engine{kEngineRef};
+  std::vector<bool> constant_inputs;  // which inputs stand for initializers (none by default)
 };
 
 // A call with the commonly varied fields set (aggregate initialization with fields left out
@@ -45,35 +46,18 @@ inline Result<std::vector<Tensor>> run_kernel(const KernelCall& call) {
   std::vector<RuntimeValue> outs(call.num_outputs);
   OpInfo info{"test", call.op_type, call.domain, call.opset, &call.attrs};
   KernelContext ctx(info, in_ptrs, &outs, std::vector<bool>(call.num_outputs, true));
+  ctx.set_constant_inputs(call.constant_inputs);
   GBX_RETURN_IF_ERROR(def->fn(ctx));
   std::vector<Tensor> result;
   for (auto& o : outs) result.push_back(o.is_tensor() ? o.tensor() : Tensor());
   return result;
 }
 
-inline Attribute attr_int(int64_t v) {
-  Attribute a;
-  a.type = AttrType::Int;
-  a.i = v;
-  return a;
-}
-inline Attribute attr_float(float v) {
-  Attribute a;
-  a.type = AttrType::Float;
-  a.f = v;
-  return a;
-}
-inline Attribute attr_ints(std::vector<int64_t> v) {
-  Attribute a;
-  a.type = AttrType::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-inline Attribute attr_string(std::string v) {
-  Attribute a;
-  a.type = AttrType::String;
-  a.s = std::move(v);
-  return a;
-}
+// The attribute builders live in kernels/attributes.h; re-exported for the tests.
+using gearbox::attr_float;
+using gearbox::attr_floats;
+using gearbox::attr_int;
+using gearbox::attr_ints;
+using gearbox::attr_string;
 
 }  // namespace gearbox::testing

@@ -9,6 +9,8 @@ Layout of OUT_DIR:
   dtypes/model.onnx, *.npy  one Identity per KServe datatype gearbox serves (in_<t> -> out_<t>),
                             shape [2,3], for the JSON and binary codecs of every datatype
   fixed/model.onnx          z = x + 1 with x float32 [2,2] (a fixed first dim: no batching)
+  colsum/model.onnx         s = ReduceSum(x, axes=[0], keepdims=0), x float32 [N,4]: a symbolic
+                            first dim, but the output [4] is not batched along dim 0
 """
 import os
 import sys
@@ -94,12 +96,22 @@ def fixed(out):
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), os.path.join(out, "fixed/model.onnx"))
 
 
+def colsum(out):
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x", "axes"], ["s"], keepdims=0)], "colsum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(np.array([0], np.int64), "axes")])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), os.path.join(out, "colsum/model.onnx"))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     mlp(out)
     dtypes(out)
     fixed(out)
+    colsum(out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ ARGS = None
 CLIENTS = 16
 
 
-def concurrent_calls(url, inputs, binary):
+def concurrent_calls(url, inputs, binary, model="mlp"):
     answers = [None] * len(inputs)
     start = threading.Barrier(len(inputs))
 
@@ -29,7 +29,7 @@ def concurrent_calls(url, inputs, binary):
         else:
             body, headers = {"inputs": [json_tensor("x", inputs[i])]}, None
         start.wait()
-        answers[i] = http("POST", url + "/v2/models/mlp/infer", body, headers)
+        answers[i] = http("POST", url + "/v2/models/" + model + "/infer", body, headers)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(len(inputs))]
     for t in threads:
@@ -94,6 +94,28 @@ class BatchingTest(unittest.TestCase):
             code, h, b = http("POST", s.url + "/v2/models/fixed/infer", {"inputs": [json_tensor("x", x)]})
             self.assertEqual(code, 200, b)
             np.testing.assert_array_equal(decode_response(h, b)[1]["z"], x + 1)
+
+    def test_unbatched_output_turns_batching_off_once(self):
+        # s = column sums of x: the symbolic first dim makes the model look batchable, but a
+        # merged run's output has no batch dim. The first batch falls back to one run per
+        # request; from then on batching is off, so later requests are not computed twice.
+        colsum = {"colsum": os.path.join(ARGS.data, "colsum", "model.onnx")}
+        with Server(ARGS.gearbox, colsum, "--max-batch", "16", "--batch-timeout-us", "30000000") as s:
+            self.assertIn(b'"dynamic_batching":true', http("GET", s.url + "/v2/models/colsum")[2])
+            for round_ in range(2):
+                answers = concurrent_calls(s.url, self.single, binary=False, model="colsum")
+                for i, (code, h, b) in enumerate(answers):
+                    self.assertEqual(code, 200, b)
+                    out = decode_response(h, b)[1]["s"]
+                    self.assertEqual(out.shape, (4,))
+                    np.testing.assert_allclose(out, self.single[i].sum(axis=0), rtol=1e-6,
+                                               err_msg=f"round {round_} client {i}")
+            self.assertIn(b'"dynamic_batching":false', http("GET", s.url + "/v2/models/colsum")[2])
+            text = http("GET", s.metrics_url + "/metrics")[2].decode()
+            runs = metric_samples(text, "gearbox_inference_batches_total")[0][1]
+            # round 1: one merged run of 16 rows, then 16 single runs; round 2: 16 single runs
+            # (34 if the second round merged and fell back again)
+            self.assertEqual(runs, 1 + CLIENTS + CLIENTS)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,6 @@ std::vector<int64_t> int64s(const flatbuffers::Vector<int64_t>& v) {
   return out;
 }
 
-bool valid_dtype(int d) {
-  return (d >= 0 && d <= 13) || d == 16;
-}
-
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 class Reader {
@@ -143,7 +139,7 @@ class Reader {
   // An initializer (in the blob) or an attribute tensor (inline).
   Result<Tensor> tensor(const fb::TensorData* t, bool in_blob) const {
     if (!t) return bad("a tensor is missing");
-    if (!valid_dtype(t->dtype()) || t->dtype() == 0) return bad("a tensor has dtype " + std::to_string(t->dtype()));
+    if (!dtype_is_known(t->dtype())) return bad("a tensor has dtype " + std::to_string(t->dtype()));
     DType dt = static_cast<DType>(t->dtype());
     GBX_ASSIGN_OR_RETURN(Dims dims, dims_of(*t));
     int64_t n = numel(dims);
@@ -213,7 +209,8 @@ class Reader {
         Value* v = g.add_value(name);
         values_.push_back(v);
         if (const auto* t = fv->type()) {
-          if (!valid_dtype(t->dtype())) return bad("value '" + name + "' has dtype " + std::to_string(t->dtype()));
+          if (t->dtype() != 0 && !dtype_is_known(t->dtype()))  // 0: dtype not known statically
+            return bad("value '" + name + "' has dtype " + std::to_string(t->dtype()));
           v->type.dtype = static_cast<DType>(t->dtype());
           v->type.shape.ranked = t->ranked();
           if (t->dims())

@@ -157,8 +157,7 @@ class Writer {
     GBX_ASSIGN_OR_RETURN(auto ins, indices(n.inputs));
     GBX_ASSIGN_OR_RETURN(auto outs, indices(n.outputs));
     return fb::CreateNode(b_, b_.CreateString(n.name), b_.CreateString(n.op_type), b_.CreateString(n.domain), n.opset,
-                          b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs),
-                          b_.CreateString(options_.engine));
+                          b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs));
   }
 
   const Model& model_;

@@ -88,14 +88,14 @@ Result<int> fuse_attention(Graph& g, const PassContext&) {
     if (any_dead(nodes, dead)) continue;
     const auto qshape = const_ints(q.shape);
     const int64_t heads = qshape && qshape->size() == 4 ? (*qshape)[2] : 0;
-    AttributeMap attrs{{"q_perm", make_ints_attr(q.perm)},
-                       {"k_perm", make_ints_attr(k.perm)},
-                       {"v_perm", make_ints_attr(v.perm)},
-                       {"out_perm", make_ints_attr(attr_ints(*ot, "perm"))},
-                       {"scale_is_div", make_int_attr(is_div ? 1 : 0)},
-                       {"softmax_axis", make_int_attr(attr_int(*sm, "axis", sm->opset < 13 ? 1 : -1))},
-                       {"softmax_opset", make_int_attr(sm->opset)},
-                       {"num_heads", make_int_attr(heads)}};
+    AttributeMap attrs{{"q_perm", attr_ints(q.perm)},
+                       {"k_perm", attr_ints(k.perm)},
+                       {"v_perm", attr_ints(v.perm)},
+                       {"out_perm", attr_ints(attr_ints(*ot, "perm"))},
+                       {"scale_is_div", attr_int(is_div ? 1 : 0)},
+                       {"softmax_axis", attr_int(attr_int(*sm, "axis", sm->opset < 13 ? 1 : -1))},
+                       {"softmax_opset", attr_int(sm->opset)},
+                       {"num_heads", attr_int(heads)}};
     std::vector<Value*> inputs{q.x, k.x, v.x, scale, q.shape, k.shape, v.shape, orr->inputs[1]};
     if (mask) inputs.push_back(mask);
     replace_with_fused(g, nodes, orr, "Attention", std::move(inputs), orr->outputs[0], std::move(attrs), dead);

@@ -9,11 +9,6 @@ namespace gearbox::passes {
 
 namespace {
 
-bool is_random_op(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
-         op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
-}
-
 // Removes node n whose only data output `y` equals its input `x`.
 bool bypass(Graph& g, GraphIndex& idx, Node* n, Value* x, Value* y, std::unordered_set<const Node*>& dead) {
   if (!idx.pinned(y)) {
@@ -49,10 +44,7 @@ Result<int> eliminate_dead_nodes(Graph& g, const PassContext&) {
     }
     for (const Value* v : n->inputs)
       if (v) live.insert(v);
-    for (const auto& [k, a] : n->attrs) {
-      if (a.g) collect_reads(*a.g, live);
-      for (const auto& sg : a.graphs) collect_reads(*sg, live);
-    }
+    for_each_subgraph(*n, [&](const Graph& sg) { collect_reads(sg, live); });
   }
   erase_nodes(g, dead);
   drop_unused_initializers(g);

@@ -12,12 +12,7 @@ namespace gearbox::passes {
 namespace {
 
 bool never_fold(const Node& n) {
-  static const char* const kOps[] = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                                     "Multinomial", "Bernoulli", "Dropout"};
-  if (!n.domain.empty() || has_subgraph(n) || n.outputs.empty()) return true;
-  for (const char* op : kOps)
-    if (n.op_type == op) return true;
-  return false;
+  return !n.domain.empty() || has_subgraph(n) || n.outputs.empty() || is_random_op(n.op_type);
 }
 
 }  // namespace

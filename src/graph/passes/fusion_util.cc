@@ -82,6 +82,29 @@ bool match_activation(const GraphIndex& idx, Value* v, ActivationMatch* out) {
   return true;
 }
 
+Epilogue match_epilogue(const GraphIndex& idx, Node* head, const std::function<bool(const Value*)>& take_addend,
+                        const std::unordered_set<const Node*>& dead) {
+  Epilogue ep;
+  ep.nodes = {head};
+  ep.output = head->outputs[0];
+  if (Node* add = take_addend ? sole_consumer_op(idx, ep.output, "Add") : nullptr) {
+    Value* z = other_input(add, ep.output);
+    if (z && take_addend(z) && add->outputs[0] && !dead.count(add)) {
+      ep.addend = z;
+      ep.nodes.push_back(add);
+      ep.output = add->outputs[0];
+    }
+  }
+  ActivationMatch act;
+  if (match_activation(idx, ep.output, &act) && !any_dead(act.nodes, dead)) {
+    ep.nodes.insert(ep.nodes.end(), act.nodes.begin(), act.nodes.end());
+    ep.output = act.output;
+    ep.activation_attrs["activation"] = attr_string(act.name);
+    if (!act.params.empty()) ep.activation_attrs["activation_params"] = attr_floats(act.params);
+  }
+  return ep;
+}
+
 Node* replace_with_fused(Graph& g, const std::vector<Node*>& replaced, Node* last, const std::string& op_type,
                          std::vector<Value*> inputs, Value* output, AttributeMap attrs,
                          std::unordered_set<const Node*>& dead) {

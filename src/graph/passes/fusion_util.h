@@ -2,6 +2,7 @@
 // trailing activation, and replacing a matched pattern with one com.gearbox node.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -27,6 +28,18 @@ struct ActivationMatch {
 };
 // Matches an activation reading v (v's only reader, or Sigmoid + Mul for Silu).
 bool match_activation(const GraphIndex& idx, Value* v, ActivationMatch* out);
+
+// What a fused Conv/MatMul/Gemm absorbs after its head node: an Add reading the head's
+// output (when `take_addend` accepts the Add's other input; no Add when it is empty), then
+// an activation.
+struct Epilogue {
+  std::vector<Node*> nodes;       // the head, then the absorbed nodes (just the head: none)
+  Value* addend = nullptr;        // the absorbed Add's other input
+  Value* output = nullptr;        // the pattern's result
+  AttributeMap activation_attrs;  // "activation" and "activation_params", when absorbed
+};
+Epilogue match_epilogue(const GraphIndex& idx, Node* head, const std::function<bool(const Value*)>& take_addend,
+                        const std::unordered_set<const Node*>& dead);
 
 // Creates the fused node `op_type` (domain com.gearbox, opset 1) right before `last` (the
 // last node of the pattern), with the given inputs, writing `output`, and marks `replaced`

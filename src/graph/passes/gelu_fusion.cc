@@ -108,7 +108,7 @@ Result<int> fuse_gelu(Graph& g, const PassContext&) {
     if (!x) continue;
     Value* out = match_tail(idx, x, n->outputs[0], nodes);
     if (!out || any_dead(nodes, dead)) continue;
-    AttributeMap attrs{{"approximate", make_string_attr(tanh ? "tanh" : "none")}};
+    AttributeMap attrs{{"approximate", attr_string(tanh ? "tanh" : "none")}};
     replace_with_fused(g, nodes, idx.producer(out), "Gelu", {x}, out, std::move(attrs), dead);
     ++matches;
   }

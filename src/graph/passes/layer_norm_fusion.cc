@@ -68,7 +68,7 @@ Result<int> fuse_layer_norm(Graph& g, const PassContext&) {
     if (!beta || !add->outputs[0]) continue;
     std::vector<Node*> nodes{rm1, sub, pow, rm2, add_eps, sqrt, div, mul, add};
     if (any_dead(nodes, dead)) continue;
-    AttributeMap attrs{{"axis", make_int_attr(-1)}, {"epsilon", make_float_attr(static_cast<float>(*eps))}};
+    AttributeMap attrs{{"axis", attr_int(-1)}, {"epsilon", attr_float(static_cast<float>(*eps))}};
     replace_with_fused(g, nodes, add, "LayerNormalization", {x, gamma, beta}, add->outputs[0], std::move(attrs), dead);
     ++matches;
   }

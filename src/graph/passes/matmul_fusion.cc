@@ -18,35 +18,16 @@ Result<int> fuse_matmul(Graph& g, const PassContext&) {
     if ((!is_matmul && !is_gemm) || !mm->domain.empty() || mm->outputs.size() != 1 || !mm->outputs[0] ||
         dead.count(mm))
       continue;
-    std::vector<Node*> nodes{mm};
-    Value* cur = mm->outputs[0];
-    Value* bias = nullptr;
-    if (is_matmul) {
-      if (Node* add = sole_consumer_op(idx, cur, "Add")) {
-        Value* b = other_input(add, cur);
-        if (b && is_const(b) && b->initializer.rank() == 1 && add->outputs[0] && !dead.count(add)) {
-          bias = b;
-          nodes.push_back(add);
-          cur = add->outputs[0];
-        }
-      }
-    }
-    ActivationMatch act;
-    const bool has_act = match_activation(idx, cur, &act) && !any_dead(act.nodes, dead);
-    if (has_act) {
-      nodes.insert(nodes.end(), act.nodes.begin(), act.nodes.end());
-      cur = act.output;
-    }
-    if (nodes.size() == 1) continue;
+    // MatMul absorbs an Add of a constant 1-D bias; Gemm has its own C input.
+    auto bias = [](const Value* b) { return is_const(b) && b->initializer.rank() == 1; };
+    Epilogue ep = match_epilogue(idx, mm, is_matmul ? std::function<bool(const Value*)>(bias) : nullptr, dead);
+    if (ep.nodes.size() == 1) continue;
     AttributeMap attrs = is_gemm ? mm->attrs : AttributeMap{};
-    if (has_act) {
-      attrs["activation"] = make_string_attr(act.name);
-      if (!act.params.empty()) attrs["activation_params"] = make_floats_attr(act.params);
-    }
+    attrs.insert(ep.activation_attrs.begin(), ep.activation_attrs.end());
     std::vector<Value*> inputs = mm->inputs;
-    if (bias) inputs.push_back(bias);
-    replace_with_fused(g, nodes, nodes.back(), is_gemm ? "FusedGemm" : "FusedMatMul", std::move(inputs), cur,
-                       std::move(attrs), dead);
+    if (ep.addend) inputs.push_back(ep.addend);
+    replace_with_fused(g, ep.nodes, ep.nodes.back(), is_gemm ? "FusedGemm" : "FusedMatMul", std::move(inputs),
+                       ep.output, std::move(attrs), dead);
     ++matches;
   }
   erase_nodes(g, dead);

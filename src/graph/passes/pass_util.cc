@@ -16,16 +16,9 @@ bool has_subgraph(const Node& n) {
   return false;
 }
 
-void collect_reads(const Graph& g, std::unordered_set<const Value*>& out) {
-  for (const auto& n : g.nodes) {
-    for (const Value* v : n->inputs)
-      if (v) out.insert(v);
-    for (const auto& [k, a] : n->attrs) {
-      if (a.g) collect_reads(*a.g, out);
-      for (const auto& sg : a.graphs) collect_reads(*sg, out);
-    }
-  }
-  for (const Value* v : g.outputs) out.insert(v);
+bool is_random_op(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
 }
 
 void GraphIndex::rebuild() {
@@ -38,10 +31,7 @@ void GraphIndex::rebuild() {
       if (v) consumers_[v].push_back(n.get());
     for (const Value* v : n->outputs)
       if (v) producers_[v] = n.get();
-    for (const auto& [k, a] : n->attrs) {
-      if (a.g) collect_reads(*a.g, subgraph_reads_);
-      for (const auto& sg : a.graphs) collect_reads(*sg, subgraph_reads_);
-    }
+    for_each_subgraph(*n, [&](const Graph& sg) { collect_reads(sg, subgraph_reads_); });
   }
   outputs_.insert(g_.outputs.begin(), g_.outputs.end());
 }
@@ -107,37 +97,6 @@ std::vector<int64_t> attr_ints(const Node& n, const std::string& name) {
   return it == n.attrs.end() ? std::vector<int64_t>{} : it->second.ints;
 }
 
-Attribute make_int_attr(int64_t v) {
-  Attribute a;
-  a.type = AttrType::Int;
-  a.i = v;
-  return a;
-}
-Attribute make_float_attr(float v) {
-  Attribute a;
-  a.type = AttrType::Float;
-  a.f = v;
-  return a;
-}
-Attribute make_floats_attr(std::vector<float> v) {
-  Attribute a;
-  a.type = AttrType::Floats;
-  a.floats = std::move(v);
-  return a;
-}
-Attribute make_ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.type = AttrType::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attribute make_string_attr(std::string v) {
-  Attribute a;
-  a.type = AttrType::String;
-  a.s = std::move(v);
-  return a;
-}
-
 void make_constant(Graph& g, Value* v, Tensor t) {
   v->type.kind = ValueType::Kind::Tensor;
   v->type.dtype = t.dtype();
@@ -192,17 +151,12 @@ Result<std::vector<RuntimeValue>> run_reference_kernel(const Node& n, const std:
   const auto& registry = KernelRegistry::global();
   std::vector<const RuntimeValue*> ins;
   for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(n.inputs[i] ? &inputs[i] : nullptr);
-  const KernelDef* def = nullptr;
-  for (const auto& d : registry.all()) {
-    if (d.op_type != n.op_type || d.domain != n.domain || d.engine != kEngineRef || n.opset < d.since_version ||
-        n.opset > d.end_version)
-      continue;
-    const size_t di = static_cast<size_t>(d.dtype_input);
+  // Any reference kernel of the op names the input whose dtype decides; then the one for that dtype.
+  const KernelDef* def = registry.find(n.domain, n.op_type, n.opset, kEngineRef, DType::Undefined);
+  if (def) {
+    const size_t di = static_cast<size_t>(def->dtype_input);
     const DType dt = di < ins.size() && ins[di] && ins[di]->is_tensor() ? ins[di]->tensor().dtype() : DType::Undefined;
-    if (dt == DType::Undefined || d.dtypes.empty() || std::find(d.dtypes.begin(), d.dtypes.end(), dt) != d.dtypes.end()) {
-      def = &d;
-      break;
-    }
+    def = registry.find(n.domain, n.op_type, n.opset, kEngineRef, dt);
   }
   if (!def) return make_error(ErrorCode::OP_UNSUPPORTED, "no reference kernel for ", n.qualified_op());
   std::vector<RuntimeValue> outs(n.outputs.size());

@@ -52,8 +52,9 @@ class GraphIndex {
 };
 
 bool has_subgraph(const Node& n);
-// Every value a graph and its nested subgraphs read.
-void collect_reads(const Graph& g, std::unordered_set<const Value*>& out);
+// An ai.onnx operator whose output differs between runs (random ops; Dropout may be in
+// training mode): never folded or deduplicated.
+bool is_random_op(const std::string& op_type);
 
 // v is an initializer (a constant tensor).
 inline bool is_const(const Value* v) { return v && v->is_initializer && v->initializer.defined(); }
@@ -70,11 +71,12 @@ std::optional<Dims> static_dims(const Value* v);
 int64_t attr_int(const Node& n, const std::string& name, int64_t def);
 float attr_float(const Node& n, const std::string& name, float def);
 std::vector<int64_t> attr_ints(const Node& n, const std::string& name);
-Attribute make_int_attr(int64_t v);
-Attribute make_float_attr(float v);
-Attribute make_floats_attr(std::vector<float> v);
-Attribute make_ints_attr(std::vector<int64_t> v);
-Attribute make_string_attr(std::string v);
+// The builders (kernels/attributes.h), next to the readers of the same names.
+using gearbox::attr_float;
+using gearbox::attr_floats;
+using gearbox::attr_int;
+using gearbox::attr_ints;
+using gearbox::attr_string;
 
 // Makes `v` a constant holding t (it keeps its identity, so every reader sees the constant).
 void make_constant(Graph& g, Value* v, Tensor t);
@@ -92,8 +94,5 @@ void drop_unused_initializers(Graph& g);
 
 // Runs the reference kernel for n on constant inputs. nullopt-like error when no kernel.
 Result<std::vector<RuntimeValue>> run_reference_kernel(const Node& n, const std::vector<RuntimeValue>& inputs);
-
-// The gearbox domain of the fused operators.
-inline constexpr const char* kGearboxDomain = "com.gearbox";
 
 }  // namespace gearbox::passes

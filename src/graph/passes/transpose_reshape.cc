@@ -42,7 +42,7 @@ Result<int> cancel_transpose_reshape(Graph& g, const PassContext&) {
         dead.insert(n);
       } else {
         n->inputs[0] = x;
-        n->attrs["perm"] = make_ints_attr(p);
+        n->attrs["perm"] = attr_ints(p);
       }
       inner->inputs.clear();
       dead.insert(inner);

@@ -10,7 +10,8 @@
 //
 // Layouts: source and destination use the primitive's preferred layout (format_tag::any),
 // with a reorder from/to NCHW on each run (a layout pass keeping activations blocked is
-// future work); weights are reordered once and cached (dnnl_util.h reordered_weights).
+// future work); initializer weights are reordered once and cached (dnnl_util.h
+// reordered_weights).
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -116,7 +117,7 @@ Status conv_impl(KernelContext& ctx, bool fused) {
       dnnl::reorder(src, blocked).execute(s, src, blocked);
       src = blocked;
     }
-    memory wei = reordered_weights(w, p->wei_plain, p->wei_md);
+    memory wei = reordered_weights(w, p->wei_plain, p->wei_md, ctx.input_is_constant(1));
     memory y_plain(p->dst_plain, eng, y.data<float>());
     memory dst = p->dst_md == p->dst_plain ? y_plain : memory(p->dst_md, eng);
     if (z) {

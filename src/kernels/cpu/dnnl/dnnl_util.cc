@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace gearbox::dnnl_engine {
 namespace {
 
@@ -35,10 +37,9 @@ class Lru {
       order_.pop_back();
     }
   }
-  void clear() {
+  size_t size() {
     std::lock_guard<std::mutex> lock(mu_);
-    map_.clear();
-    order_.clear();
+    return map_.size();
   }
 
  private:
@@ -57,6 +58,7 @@ Lru& weight_lru() {
   return lru;
 }
 std::atomic<int64_t> g_reorders{0};
+std::atomic<int64_t> g_fallbacks{0};
 
 struct WeightEntry {
   Tensor source;  // keeps the source buffer (and so its address) alive
@@ -92,9 +94,20 @@ void primitive_cache_put(const std::string& key, std::shared_ptr<void> value) {
   primitive_lru().put(key, std::move(value));
 }
 
-dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want) {
+std::string key_float(float v) { return fmt::format("{}", v); }
+
+dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
+                               bool constant) {
   void* data = const_cast<void*>(w.raw());  // oneDNN takes void*; the source is only read
   if (want == plain) return dnnl::memory(plain, cpu_engine(), data);
+  if (!constant) {
+    dnnl::memory src(plain, cpu_engine(), data), dst(want, cpu_engine());
+    dnnl::stream& s = thread_stream();
+    dnnl::reorder(src, dst).execute(s, src, dst);
+    s.wait();
+    ++g_reorders;
+    return dst;
+  }
   std::string key;
   key.append(std::to_string(reinterpret_cast<uintptr_t>(w.raw()))).append(to_string(w.dims()));
   key.append(md_bytes(plain)).append(md_bytes(want));
@@ -112,11 +125,8 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
 }
 
 int64_t weight_reorder_count() { return g_reorders.load(); }
-
-void clear_caches() {
-  primitive_lru().clear();
-  weight_lru().clear();
-}
+size_t weight_cache_size() { return weight_lru().size(); }
+int64_t ref_fallback_count() { return g_fallbacks.load(); }
 
 bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig) {
   using A = dnnl::algorithm;
@@ -157,11 +167,12 @@ bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string
   } else {
     return false;
   }
-  sig->append("(").append(std::to_string(a)).append(",").append(std::to_string(b)).append(")");
+  sig->append("(").append(key_float(a)).append(",").append(key_float(b)).append(")");
   return true;
 }
 
 Status run_ref(KernelContext& ctx) {
+  ++g_fallbacks;
   DType dt = ctx.has_input(0) && ctx.input_value(0).is_tensor() ? ctx.input(0).dtype() : DType::Undefined;
   const KernelDef* def =
       KernelRegistry::global().find(ctx.op().domain, ctx.op().op_type, ctx.opset(), kEngineRef, dt);

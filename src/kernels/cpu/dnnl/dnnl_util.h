@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,27 +40,35 @@ inline constexpr size_t kPrimitiveCacheCapacity = 512;
 std::shared_ptr<void> primitive_cache_get(const std::string& key);
 void primitive_cache_put(const std::string& key, std::shared_ptr<void> value);
 
-template <typename T>
-std::shared_ptr<T> cached(const std::string& key, const std::function<std::shared_ptr<T>()>& make) {
+template <typename T, typename Make>
+std::shared_ptr<T> cached(const std::string& key, Make&& make) {
   if (auto v = primitive_cache_get(key)) return std::static_pointer_cast<T>(v);
   std::shared_ptr<T> made = make();
   primitive_cache_put(key, made);
   return made;
 }
 
-// Weights reordered from plain layout into `want` (a primitive's preferred layout). Keyed by
-// (data pointer, dims, layout of `want`): initializers are stable tensors, so repeated runs
-// reorder once. The entry keeps a shallow copy of the source tensor, so its buffer cannot be
-// freed and its address reused by other data while the entry exists. Assumes the weight
-// buffer is not rewritten in place between runs (true for initializers and for every tensor
-// a kernel produces; a caller that mutates a borrowed buffer in place would see stale
-// weights). LRU with kWeightCacheCapacity entries; thread-safe. When `want` equals the plain
-// layout the tensor's own buffer is wrapped, without a copy or cache entry.
+// A float in a cache key: the shortest text that reads back as the same value (std::to_string
+// keeps 6 decimals, so 1e-7 and 2e-7 would share a key).
+std::string key_float(float v);
+
+// Weights reordered from plain layout into `want` (a primitive's preferred layout). When
+// `constant` (the weight is an initializer: KernelContext::input_is_constant) the result is
+// cached, keyed by (data pointer, dims, layouts), so repeated runs reorder once; the entry
+// keeps a shallow copy of the source tensor, so its buffer cannot be freed and its address
+// reused by other data while the entry exists. A weight computed at run time is reordered
+// into a private buffer and not cached: it differs every run, and caching it would pin one
+// dead buffer per run. LRU with kWeightCacheCapacity entries; thread-safe. When `want` equals
+// the plain layout the tensor's own buffer is wrapped, without a copy or cache entry.
 inline constexpr size_t kWeightCacheCapacity = 256;
-dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want);
-// Number of reorders reordered_weights has performed (for tests: repeats must not add).
+dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
+                               bool constant);
+// Reorders reordered_weights has performed, and weights it holds in its cache (for tests).
 int64_t weight_reorder_count();
-void clear_caches();
+size_t weight_cache_size();
+// Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
+// must know which path ran.
+int64_t ref_fallback_count();
 
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name

@@ -146,8 +146,8 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
   if (fused && !append_activation(ctx, po, &sig)) return run_ref(ctx);  // FusedGemm: then the activation
   try {
     const std::string key = sig + "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
-                            (ta ? "T" : "N") + (tb ? "T" : "N") + std::to_string(alpha) + "|" +
-                            (c ? std::to_string(beta) : std::string("-"));
+                            (ta ? "T" : "N") + (tb ? "T" : "N") + key_float(alpha) + "|" +
+                            (c ? key_float(beta) : std::string("-"));
     auto p = cached<MatMulPrim>(key, [&] {
       const auto f32 = memory::data_type::f32;
       memory::desc amd = ta ? memory::desc({m, k}, f32, {1, m}) : plain_md({m, k});

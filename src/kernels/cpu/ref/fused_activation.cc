@@ -1,6 +1,8 @@
 // Activations absorbed by fusions (FusedConv, FusedMatMul, FusedGemm) and com.gearbox.Gelu.
 #include <cmath>
+#include <type_traits>
 
+#include "kernels/cpu/ref/fast_math.h"
 #include "kernels/cpu/ref/fused_util.h"
 #include "kernels/cpu/ref/nn_util.h"
 
@@ -8,17 +10,30 @@ namespace gearbox::ref::fused {
 
 namespace {
 
+// float uses the same erf/tanh the unfused Erf and Tanh kernels use (fast_math.h), so the
+// fused op is as fast as they are and agrees with the graph it replaces.
+template <typename T>
+T erf_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return fast_erf(v);
+  else return std::erf(v);
+}
+template <typename T>
+T tanh_of(T v) {
+  if constexpr (std::is_same_v<T, float>) return fast_tanh(v);
+  else return std::tanh(v);
+}
+
 template <typename T>
 void gelu_typed(const T* x, T* y, int64_t n, bool tanh_form) {
   if (tanh_form) {
     const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
     for (int64_t i = 0; i < n; ++i) {
       const T v = x[i];
-      y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+      y[i] = T(0.5) * v * (T(1) + tanh_of(k * (v + T(0.044715) * v * v * v)));
     }
   } else {
     const T r = static_cast<T>(0.7071067811865476);  // 1 / sqrt(2)
-    for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * r));
+    for (int64_t i = 0; i < n; ++i) y[i] = T(0.5) * x[i] * (T(1) + erf_of(x[i] * r));
   }
 }
 
@@ -50,12 +65,12 @@ Result<RuntimeValue> apply_activation(const KernelContext& ctx, RuntimeValue x) 
   if (act == "HardSwish") return call1(ctx, "HardSwish", 14, {&x});
   if (act == "HardSigmoid")
     return call1(ctx, "HardSigmoid", 6, {&x},
-                 {{"alpha", float_attr(param(0, 0.2f))}, {"beta", float_attr(param(1, 0.5f))}});
-  if (act == "LeakyRelu") return call1(ctx, "LeakyRelu", 16, {&x}, {{"alpha", float_attr(param(0, 0.01f))}});
+                 {{"alpha", attr_float(param(0, 0.2f))}, {"beta", attr_float(param(1, 0.5f))}});
+  if (act == "LeakyRelu") return call1(ctx, "LeakyRelu", 16, {&x}, {{"alpha", attr_float(param(0, 0.01f))}});
   if (act == "Clip") {
     // Clip-6 takes its bounds as attributes, which the fusion stored as parameters.
-    return call1(ctx, "Clip", 6, {&x}, {{"min", float_attr(param(0, -3.4028234e38f))},
-                                       {"max", float_attr(param(1, 3.4028234e38f))}});
+    return call1(ctx, "Clip", 6, {&x}, {{"min", attr_float(param(0, -3.4028234e38f))},
+                                       {"max", attr_float(param(1, 3.4028234e38f))}});
   }
   if (act == "Silu") {
     GBX_ASSIGN_OR_RETURN(RuntimeValue s, call1(ctx, "Sigmoid", 13, {&x}));
@@ -81,6 +96,6 @@ Status gelu_op(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kDomain, "Gelu", 1, 1, kEngineRef, {}, gelu_op});
+GBX_REGISTER_KERNEL({kGearboxDomain, "Gelu", 1, 1, kEngineRef, {}, gelu_op});
 
 }  // namespace gearbox::ref::fused

@@ -16,7 +16,7 @@ namespace {
 Result<RuntimeValue> reshape_transpose(const KernelContext& ctx, const RuntimeValue& x, const RuntimeValue& shape,
                                        const std::vector<int64_t>& perm) {
   GBX_ASSIGN_OR_RETURN(RuntimeValue r, call1(ctx, "Reshape", 14, {&x, &shape}));
-  return call1(ctx, "Transpose", 13, {&r}, {{"perm", ints_attr(perm)}});
+  return call1(ctx, "Transpose", 13, {&r}, {{"perm", attr_ints(perm)}});
 }
 
 Status attention(KernelContext& ctx) {
@@ -34,9 +34,9 @@ Status attention(KernelContext& ctx) {
     GBX_ASSIGN_OR_RETURN(s, call1(ctx, "Add", 14, {&s, &ctx.input_value(8)}));
   }
   GBX_ASSIGN_OR_RETURN(s, call1(ctx, "Softmax", static_cast<int>(ctx.attr_int("softmax_opset", 13)), {&s},
-                                {{"axis", int_attr(ctx.attr_int("softmax_axis", -1))}}));
+                                {{"axis", attr_int(ctx.attr_int("softmax_axis", -1))}}));
   GBX_ASSIGN_OR_RETURN(RuntimeValue o, call1(ctx, "MatMul", 13, {&s, &v}));
-  GBX_ASSIGN_OR_RETURN(o, call1(ctx, "Transpose", 13, {&o}, {{"perm", ints_attr(ctx.attr_ints("out_perm", p0213))}}));
+  GBX_ASSIGN_OR_RETURN(o, call1(ctx, "Transpose", 13, {&o}, {{"perm", attr_ints(ctx.attr_ints("out_perm", p0213))}}));
   GBX_ASSIGN_OR_RETURN(o, call1(ctx, "Reshape", 14, {&o, &ctx.input_value(7)}));
   ctx.set_output_value(0, std::move(o));
   return Status::OK();
@@ -44,6 +44,6 @@ Status attention(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kDomain, "Attention", 1, 1, kEngineRef, {}, attention});
+GBX_REGISTER_KERNEL({kGearboxDomain, "Attention", 1, 1, kEngineRef, {}, attention});
 
 }  // namespace gearbox::ref::fused

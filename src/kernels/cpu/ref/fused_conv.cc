@@ -21,6 +21,6 @@ Status fused_conv(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kDomain, "FusedConv", 1, 1, kEngineRef, {}, fused_conv});
+GBX_REGISTER_KERNEL({kGearboxDomain, "FusedConv", 1, 1, kEngineRef, {}, fused_conv});
 
 }  // namespace gearbox::ref::fused

@@ -31,7 +31,7 @@ Status fused_gemm(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kDomain, "FusedMatMul", 1, 1, kEngineRef, {}, fused_matmul});
-GBX_REGISTER_KERNEL({kDomain, "FusedGemm", 1, 1, kEngineRef, {}, fused_gemm});
+GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineRef, {}, fused_matmul});
+GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineRef, {}, fused_gemm});
 
 }  // namespace gearbox::ref::fused

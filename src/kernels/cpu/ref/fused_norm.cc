@@ -28,7 +28,7 @@ Status skip_layer_norm(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kDomain, "LayerNormalization", 1, 1, kEngineRef, {}, layer_norm});
-GBX_REGISTER_KERNEL({kDomain, "SkipLayerNormalization", 1, 1, kEngineRef, {}, skip_layer_norm});
+GBX_REGISTER_KERNEL({kGearboxDomain, "LayerNormalization", 1, 1, kEngineRef, {}, layer_norm});
+GBX_REGISTER_KERNEL({kGearboxDomain, "SkipLayerNormalization", 1, 1, kEngineRef, {}, skip_layer_norm});
 
 }  // namespace gearbox::ref::fused

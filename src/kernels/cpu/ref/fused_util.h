@@ -1,7 +1,8 @@
-// The reference kernels of the com.gearbox fused operators are compositions of the
-// reference kernels of the operators they replace, so a fused graph computes exactly what
-// the unfused one did (same kernels, same order) until fast fused kernels exist. This helper
-// runs one registered reference kernel on given values with given attributes.
+// The reference kernels of the com.gearbox fused operators are compositions of the kernels of
+// the operators they replace, picked through the session's engine list exactly as the executor
+// picks them for unfused nodes, so a fused graph computes what the unfused one did (same
+// kernels, same order) until fast fused kernels exist. This helper runs one such kernel on
+// given values with given attributes.
 #pragma once
 
 #include <algorithm>
@@ -12,19 +13,24 @@
 
 namespace gearbox::ref::fused {
 
-inline constexpr std::string_view kDomain = "com.gearbox";
-
-// Runs ai.onnx `op` at `opset` on the reference engine; returns its first `nout` outputs.
+// Runs ai.onnx `op` at `opset` on the first engine of the parent's list that has a kernel for
+// it; returns its first `nout` outputs. An input that is one of the parent's constant inputs
+// stays marked constant (so e.g. oneDNN keeps its packed weights).
 inline Result<std::vector<RuntimeValue>> call(const KernelContext& parent, std::string_view op, int opset,
                                               const std::vector<const RuntimeValue*>& inputs,
                                               const AttributeMap& attrs = {}, size_t nout = 1) {
   DType dt = DType::Undefined;
   if (!inputs.empty() && inputs[0] && inputs[0]->is_tensor()) dt = inputs[0]->tensor().dtype();
-  const KernelDef* def = KernelRegistry::global().find("", op, opset, kEngineRef, dt);
-  if (!def)
-    return parent.error(ErrorCode::DTYPE_UNSUPPORTED, "no reference ", op, " kernel for dtype ", dtype_name(dt));
+  const KernelDef* def = parent.find_kernel("", op, opset, dt);
+  if (!def) return parent.error(ErrorCode::DTYPE_UNSUPPORTED, "no ", op, " kernel for dtype ", dtype_name(dt));
   std::vector<RuntimeValue> outs(nout);
   KernelContext ctx(OpInfo{parent.op().name, op, "", opset, &attrs}, inputs, &outs, std::vector<bool>(nout, true));
+  ctx.set_engines(parent.engines());
+  std::vector<bool> constant(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = 0; j < parent.num_inputs(); ++j)
+      if (inputs[i] && parent.input_is_constant(j) && inputs[i] == &parent.input_value(j)) constant[i] = true;
+  ctx.set_constant_inputs(std::move(constant));
   GBX_RETURN_IF_ERROR(def->fn(ctx));
   return outs;
 }
@@ -34,25 +40,6 @@ inline Result<RuntimeValue> call1(const KernelContext& parent, std::string_view 
                                   const std::vector<const RuntimeValue*>& inputs, const AttributeMap& attrs = {}) {
   GBX_ASSIGN_OR_RETURN(auto outs, call(parent, op, opset, inputs, attrs, 1));
   return std::move(outs[0]);
-}
-
-inline Attribute float_attr(float v) {
-  Attribute a;
-  a.type = AttrType::Float;
-  a.f = v;
-  return a;
-}
-inline Attribute int_attr(int64_t v) {
-  Attribute a;
-  a.type = AttrType::Int;
-  a.i = v;
-  return a;
-}
-inline Attribute ints_attr(std::vector<int64_t> v) {
-  Attribute a;
-  a.type = AttrType::Ints;
-  a.ints = std::move(v);
-  return a;
 }
 
 // Applies the activation a fusion absorbed: the node's "activation" attribute names the

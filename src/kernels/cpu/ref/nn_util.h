@@ -63,6 +63,7 @@ inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelConte
   std::vector<bool> wanted(ctx.num_outputs());
   for (size_t i = 0; i < ctx.num_outputs(); ++i) wanted[i] = ctx.wants_output(i);
   KernelContext inner(ctx.op(), ptrs, &outs, wanted);
+  inner.set_engines(ctx.engines());
   GBX_RETURN_IF_ERROR(fn(inner));
   for (size_t i = 0; i < outs.size(); ++i) {
     if (outs[i].is_tensor())

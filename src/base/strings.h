@@ -1,0 +1,14 @@
+// Small string helpers shared by the layers (environment variables, CLI values).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gearbox {
+
+// "a, b,,c" -> {"a", "b", "c"}: items split at `sep`, spaces and tabs trimmed, empty items
+// dropped. For lists such as GEARBOX_ENGINES, GEARBOX_DISABLE_PASSES or ISA flag lists.
+std::vector<std::string> split_list(std::string_view s, char sep = ',');
+
+}  // namespace gearbox
