@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   std::function<int()> action;
   gearbox::cli::add_run_command(app, &action);
   gearbox::cli::add_profile_command(app, &action);
+  gearbox::cli::add_bench_command(app, &action);
   gearbox::cli::add_explain_command(app, &action);
   gearbox::cli::add_demo_command(app, &action);
   gearbox::cli::add_smi_command(app, &action);
