@@ -184,6 +184,8 @@ def bench_model(name, a, node_path):
             t = runner.round(a.warmup, a.runs)
             times[label] += t
             round_medians[label].append(statistics.median(t))
+        print(f"[{name}] round {r + 1}/{a.rounds}: median gearbox {round_medians['gearbox'][-1]:.2f} ms, "
+              f"ORT {round_medians['ort'][-1]:.2f} ms", flush=True)
     g.close()
     o.close()
     gm, om = statistics.median(times["gearbox"]), statistics.median(times["ort"])
