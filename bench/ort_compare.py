@@ -18,6 +18,8 @@ Per model the driver
     reloads; only one runs at a time;
   * reports each side's median over all timed runs and the ratio gearbox / ORT (lower is
     better for gearbox), with the per-round medians to show the spread.
+--spin off makes idle worker threads of both runtimes block instead of spin (on a machine
+shared with other work, spinning threads steal the cores the other side's threads need).
 A table goes to stdout, then one line "SUMMARY_JSON {...}" (also written to --json-out).
 
 resnet50_b8 is the batch-1 ResNet-50 export with the batch dim of its input and output set
@@ -170,9 +172,13 @@ def bench_model(name, a, node_path):
     inputs = sum((["--input", s] for s in specs), [])
     g_out, o_out = os.path.join(work, "out_gearbox"), os.path.join(work, "out_ort")
     print(f"[{name}] loading {model} in both runtimes", flush=True)
+    g_env, env = dict(os.environ), dict(os.environ, NODE_PATH=node_path)
+    if a.spin == "off":
+        g_env["OMP_WAIT_POLICY"] = "passive"
+        env["ORT_RUNNER_ALLOW_SPINNING"] = "0"
     g = Runner("gearbox", [a.gearbox, "bench", model, "--threads", str(a.threads), "--warmup", "0",
-                           "--rounds-stdin", "--output-dir", g_out] + inputs, os.path.join(work, "gearbox.log"))
-    env = dict(os.environ, NODE_PATH=node_path)
+                           "--rounds-stdin", "--output-dir", g_out] + inputs, os.path.join(work, "gearbox.log"),
+               env=g_env)
     o = Runner("ort", ["node", os.path.join(HERE, "ort_runner.js"), model, str(a.threads), o_out] + specs,
                os.path.join(work, "ort.log"), env=env)
     diffs = compare_outputs(g_out, o_out)
@@ -208,6 +214,10 @@ def main():
     p.add_argument("--work-dir", default=os.path.join(HERE, ".work"))
     p.add_argument("--ort-dir", default=os.path.join(HERE, ".ort"))
     p.add_argument("--json-out", help="also write the summary JSON here")
+    p.add_argument("--spin", choices=["default", "off"], default="default",
+                   help="off: idle worker threads block instead of spinning on both sides (gearbox "
+                        "OMP_WAIT_POLICY=passive, ORT session.intra_op.allow_spinning=0); default: each "
+                        "runtime's own default (both spin)")
     a = p.parse_args()
     if a.rounds < 1 or a.runs < 1 or a.warmup < 0 or a.threads < 1:
         p.error("--rounds, --runs and --threads must be >= 1, --warmup >= 0")
@@ -221,7 +231,7 @@ def main():
     load_after = load_average()
 
     print(f"\ngearbox vs ONNX Runtime {ORT_VERSION}, {a.threads} threads each, {a.rounds} alternating rounds x "
-          f"{a.runs} runs (+{a.warmup} warm-up per round); load average before {load_before}, after {load_after}")
+          f"{a.runs} runs (+{a.warmup} warm-up per round), --spin {a.spin}; load average before {load_before}, after {load_after}")
     print(f"{'model':<14} {'gearbox ms':>11} {'ORT ms':>9} {'ratio':>7} {'target':>7}  {'max|diff|':>10}  per-round medians gearbox / ORT")
     for r in results:
         worst = max((d["max_abs_diff"] for d in r["outputs"].values()), default=0.0)
@@ -232,7 +242,7 @@ def main():
               f"{tgt:>7}  {worst:>10.3g}  {rg} / {ro}")
         for out, d in r["outputs"].items():
             print(f"    output {out}: max abs diff {d['max_abs_diff']:.3g} (max |ORT| {d['max_abs_ort']:.3g})")
-    summary = {"ort_version": ORT_VERSION, "threads": a.threads, "rounds": a.rounds, "runs": a.runs,
+    summary = {"ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds, "runs": a.runs,
                "warmup": a.warmup, "started": started, "load_average_before": load_before,
                "load_average_after": load_after, "results": results}
     print("SUMMARY_JSON " + json.dumps(summary))

@@ -79,10 +79,16 @@ async function main() {
     feeds[spec.slice(0, eq)] = readNpy(spec.slice(eq + 1));
   }
   const t0 = process.hrtime.bigint();
-  const session = await ort.InferenceSession.create(model, {
+  const options = {
     intraOpNumThreads: parseInt(threadsArg, 10), interOpNumThreads: 1, graphOptimizationLevel: 'all',
     executionMode: 'sequential',
-  });
+  };
+  // ORT_RUNNER_ALLOW_SPINNING=0: intra-op threads block instead of spinning when idle (ORT's
+  // session.intra_op.allow_spinning; the driver's --spin off, the counterpart of
+  // OMP_WAIT_POLICY=passive on the gearbox side).
+  if (process.env.ORT_RUNNER_ALLOW_SPINNING !== undefined)
+    options.extra = { session: { intra_op: { allow_spinning: process.env.ORT_RUNNER_ALLOW_SPINNING } } };
+  const session = await ort.InferenceSession.create(model, options);
   const loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
   const [firstMs, out] = await timed(session, feeds);
   fs.mkdirSync(outDir, { recursive: true });
