@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "runtime/control_flow.h"
+#include "runtime/node_observer.h"
 #include "runtime/op_cost.h"
 
 namespace gearbox {
@@ -106,13 +107,13 @@ Status Executor::plan_graph(const Graph& graph) {
 }
 
 Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs, PreparedPlan* plan,
-                                               Profiler* profiler, int run) const {
+                                               Profiler* profiler, int run, NodeObserver* observer) const {
   if (plan && plan->kernels.size() != num_nodes_)
     return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
                       num_nodes_);
   std::optional<ScopedBufferSource> buffers;
   if (plan) buffers.emplace(&plan->buffers);
-  const RunContext rc{plan, profiler, run};
+  const RunContext rc{plan, profiler, run, observer};
   return run_graph(*main_, std::move(inputs), nullptr, rc);
 }
 
@@ -203,6 +204,8 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
     GBX_ASSIGN_OR_RETURN(def, pick_kernel(np, ins));
     if (plan) plan->kernels[np.index].store(def, std::memory_order_release);
   }
+  NodeObserver* observer = frame.rc->observer;
+  if (observer) GBX_RETURN_IF_ERROR(observer->before_node(n, frame.depth, ins));
   std::vector<RuntimeValue> outs(n.outputs.size());
   SubgraphRunner runner = [this, &frame](const Graph& body, std::vector<RuntimeValue> in) {
     return run_graph(body, std::move(in), &frame, *frame.rc);
@@ -221,6 +224,8 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
     if (st.message().rfind("node '", 0) != 0) return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");
     return st;
   }
+  // After the profiler's record, so a dump's file writes are not the kernel's time.
+  if (observer) GBX_RETURN_IF_ERROR(observer->after_node(n, frame.depth, outs));
   if (timing) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     GBX_LOG_DEBUG("EXEC", "{} ({}) {:.3f} ms", n.name, n.op_type, ms);

@@ -22,14 +22,18 @@
 
 namespace gearbox {
 
+class NodeObserver;
+
 class Executor {
  public:
   static Result<std::unique_ptr<Executor>> create(const Model& model, std::string engine);
   // Inputs in the main graph's input order; outputs in its output order. With a plan, the
   // run reuses (and fills in) its kernel choices and allocates from its buffer pool.
-  // With a profiler, every node executed is recorded under run index `run`.
+  // With a profiler, every node executed is recorded under run index `run`; with an observer
+  // (runtime/node_observer.h), it sees every node's inputs before and outputs after it runs.
   Result<std::vector<RuntimeValue>> run(std::vector<RuntimeValue> inputs, PreparedPlan* plan = nullptr,
-                                        Profiler* profiler = nullptr, int run = 0) const;
+                                        Profiler* profiler = nullptr, int run = 0,
+                                        NodeObserver* observer = nullptr) const;
   // Nodes of every graph (main and subgraphs): the size of PreparedPlan::kernels.
   size_t num_nodes() const { return num_nodes_; }
 
@@ -52,6 +56,7 @@ class Executor {
     PreparedPlan* plan = nullptr;
     Profiler* profiler = nullptr;
     int run = 0;  // the profiler's run index
+    NodeObserver* observer = nullptr;
   };
 
   explicit Executor(std::string engine);

@@ -129,7 +129,7 @@ Status Session::validate(const std::map<std::string, Tensor>& feeds) const {
 }
 
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
-                                                     Profiler* profiler) const {
+                                                     Profiler* profiler, NodeObserver* observer) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
   // OpenMP's thread count is a per-thread setting: apply it on every calling thread (server
   // workers, streams), not only on the one that created the session.
@@ -147,10 +147,10 @@ Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string
   } else {
     GBX_LOG_DEBUG("EXEC", "reused plan for {} (run {})", signature, runs);
   }
-  if (!profiler) return executor_->run(std::move(ordered), plan.get());
+  if (!profiler) return executor_->run(std::move(ordered), plan.get(), nullptr, 0, observer);
   const int run = profiler->begin_run();
   const int64_t begin_ns = profiler->now_ns();
-  auto result = executor_->run(std::move(ordered), plan.get(), profiler, run);
+  auto result = executor_->run(std::move(ordered), plan.get(), profiler, run, observer);
   profiler->end_run(run, begin_ns);
   return result;
 }
@@ -165,10 +165,11 @@ device::Event Session::run_async(std::map<std::string, Tensor> inputs, device::S
 
 PlanCacheStats Session::plan_cache_stats() const { return plan_cache_->stats(); }
 
-Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds, Profiler* profiler) const {
+Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds, Profiler* profiler,
+                                         NodeObserver* observer) const {
   std::map<std::string, RuntimeValue> values;
   for (const auto& [k, v] : feeds) values.emplace(k, RuntimeValue(v));
-  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values, profiler));
+  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values, profiler, observer));
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].is_tensor())

@@ -45,6 +45,7 @@ struct IoInfo {
 };
 
 class Executor;
+class NodeObserver;
 class PlanCache;
 class Profiler;
 struct PlanCacheStats;
@@ -65,15 +66,20 @@ class Session {
   const OptimizerReport& optimizer_report() const { return optimizer_report_; }
   // The engine priority list this session uses ("cpu.dnnl,cpu.ref").
   const std::string& engines() const { return options_.engine; }
+  // The options as resolved at load (engine list filled in): what re-optimizing the same
+  // model needs to reproduce this session's graph.
+  const SessionOptions& options() const { return options_; }
 
   // Runs with named inputs; returns outputs in the model's output order. Every model input
   // must be given (INPUT_MISSING), names must exist (INPUT_UNKNOWN), dtypes and fixed dims
   // must match (INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH).
-  // With a profiler, every node executed is recorded in it (runtime/profiler.h).
+  // With a profiler, every node executed is recorded in it (runtime/profiler.h); with an
+  // observer, it sees every node's inputs and outputs (runtime/node_observer.h: tensor dumps).
   Result<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
-                                               Profiler* profiler = nullptr) const;
+                                               Profiler* profiler = nullptr, NodeObserver* observer = nullptr) const;
   // Tensor-only convenience wrapper (sequence/optional outputs are an error here).
-  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, Profiler* profiler = nullptr) const;
+  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, Profiler* profiler = nullptr,
+                                  NodeObserver* observer = nullptr) const;
   // The input checks run() makes (INPUT_UNKNOWN, INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH,
   // INPUT_MISSING), without running: the server checks a request before queuing it.
   Status validate(const std::map<std::string, RuntimeValue>& inputs) const;

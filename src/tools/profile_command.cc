@@ -19,6 +19,7 @@
 #include "runtime/session.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
+#include "tools/profile_dump.h"
 #include "tools/profile_report.h"
 
 namespace gearbox::cli {
@@ -33,6 +34,7 @@ struct ProfileOptions {
   int threads = 0;
   std::string output_dir;
   std::vector<std::string> disabled_passes;
+  DumpOptions dump;  // --dump-tensors, --dump-dir
 };
 
 Status write_file(const std::filesystem::path& path, const std::string& text) {
@@ -90,6 +92,7 @@ int profile(const ProfileOptions& o) {
   so.optimizer.disabled_passes = o.disabled_passes;
   auto session = Session::load(o.model, so);
   if (!session.ok()) return report(session.status());
+  if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
   auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
   if (!feeds.ok()) return report(feeds.status());
   std::error_code ec;
@@ -100,6 +103,13 @@ int profile(const ProfileOptions& o) {
   for (int i = 0; i < o.warmup; ++i) {
     auto r = (*session)->run(*feeds);
     if (!r.ok()) return report(r.status());
+  }
+  // Tensors are dumped in a run of their own, before and outside the profiled ones.
+  size_t dumped = 0;
+  if (o.dump.enabled()) {
+    auto n = run_dump(o.dump, **session, *feeds);
+    if (!n.ok()) return report(n.status());
+    dumped = *n;
   }
   Profiler profiler;
   for (int i = 0; i < o.loop; ++i) {
@@ -135,6 +145,8 @@ int profile(const ProfileOptions& o) {
   }
   for (const Finding& f : advise(d)) std::cout << "advisor [" << f.rule << "] " << f.evidence << "\n  fix: " << f.fix << "\n";
   std::cout << "wrote " << (dir / "trace.json").string() << ", op_summary.csv, memory.csv, report.html\n";
+  if (o.dump.enabled())
+    std::cout << "dumped " << dumped << " tensor(s) to " << o.dump.dir << " (see index.json there)\n";
   return 0;
 }
 
@@ -152,6 +164,7 @@ void add_profile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--disable-pass", o->disabled_passes, "Switch an optimizer pass off (repeatable)");
   sub->add_option("--output-dir", o->output_dir, "Where trace.json, op_summary.csv, memory.csv, report.html go")
       ->required();
+  add_dump_options(sub, &o->dump);
   sub->callback([o, action] { *action = [o] { return profile(*o); }; });
 }
 

@@ -12,6 +12,7 @@
 #include "base/npy.h"
 #include "tools/commands.h"
 #include "tools/model_inputs.h"
+#include "tools/profile_dump.h"
 
 namespace gearbox::cli {
 namespace {
@@ -27,6 +28,7 @@ struct RunOptions {
   bool json = false;
   std::vector<std::string> disable_passes;  // --disable-pass NAME (repeatable)
   std::string fusion_switch;                // --fusion-switch FILE.json
+  DumpOptions dump;                         // --dump-tensors, --dump-dir
 };
 
 struct LatencyStats {
@@ -73,6 +75,7 @@ int run(const RunOptions& o) {
   }
   auto session = Session::load(o.model, so);
   if (!session.ok()) return report(session.status());
+  if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
   auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
   if (!feeds.ok()) return report(feeds.status());
 
@@ -85,6 +88,13 @@ int run(const RunOptions& o) {
     if (!r.ok()) return report(r.status());
     if (i >= o.warmup) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     outputs = std::move(r).value();
+  }
+  // The dump gets a run of its own, so its file writes are not in the latency figures.
+  size_t dumped = 0;
+  if (o.dump.enabled()) {
+    auto n = run_dump(o.dump, **session, *feeds);
+    if (!n.ok()) return report(n.status());
+    dumped = *n;
   }
 
   nlohmann::json out_list = nlohmann::json::array();
@@ -116,6 +126,7 @@ int run(const RunOptions& o) {
                      {"loop", o.loop},
                      {"warmup", o.warmup},
                      {"threads", threads}};
+    if (o.dump.enabled()) j["dump"] = {{"dir", o.dump.dir}, {"files", dumped}};
     std::cout << j.dump() << std::endl;
     return 0;
   }
@@ -128,6 +139,8 @@ int run(const RunOptions& o) {
   }
   std::cout << fmt::format("latency over {} run(s) after {} warm-up: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms, max {:.3f} ms\n",
                            o.loop, o.warmup, lat.median, lat.min, lat.p90, lat.max);
+  if (o.dump.enabled())
+    std::cout << "dumped " << dumped << " tensor(s) to " << o.dump.dir << " (see index.json there)\n";
   return 0;
 }
 
@@ -146,6 +159,7 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
   sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
   sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
+  add_dump_options(sub, &o->dump);
   sub->callback([o, action] { *action = [o] { return run(*o); }; });
 }
 
