@@ -1,0 +1,62 @@
+// Shared plumbing of the cpu.simd engine (hand-written vector kernels on Highway, with
+// runtime dispatch: one binary runs the AVX-512, AVX2 or baseline version the CPU allows):
+// the engine name, the fall-back to the reference kernel for configurations the simd
+// kernels do not handle (a kernel that returns an error is not retried on another engine),
+// and the dispatched inner loops the kernels thread over with OpenMP.
+//
+// The inner loops (rows.cc, attention_core.cc) are compiled once per instruction set by
+// Highway's foreach_target; OpenMP regions stay in the kernels (compiled for the baseline),
+// because an outlined parallel region does not inherit a per-target function attribute.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/kernel.h"
+
+namespace gearbox {
+
+inline constexpr std::string_view kEngineSimd = "cpu.simd";
+
+namespace simd {
+
+// Runs the cpu.ref kernel of the node's own op on the same context.
+Status run_ref(KernelContext& ctx);
+// Times a cpu.simd kernel handed its node to the reference kernel, for tests that must know
+// which path ran.
+int64_t ref_fallback_count();
+// The instruction set the dispatched loops run with on this CPU ("AVX3", "AVX2", ...).
+const char* dispatch_target_name();
+
+// y[0..cols) = LayerNorm(x + skip) * gamma + beta over one row (skip, beta may be null).
+// Statistics in float with vector partial sums; two passes (mean, then squared deviations).
+void layer_norm_row(const float* x, const float* skip, const float* gamma, const float* beta, float* y,
+                    int64_t cols, float eps);
+// y[0..n) = softmax(x[0..n)) (max subtracted first).
+void softmax_row(const float* x, float* y, int64_t n);
+// y = Gelu(x) elementwise, erf form or tanh form (the rational erf/tanh of ref/fast_math.h).
+void gelu_span(const float* x, float* y, int64_t n, bool tanh_form);
+
+// One block of up to 4 query rows of one (batch, head) of attention, computed with an online
+// softmax over key tiles (the score matrix is never materialized beyond rows x tile).
+// Packed operands (zero padded): q [4][dh] already multiplied by the score scale,
+// kt [dh][skp] (K transposed), v [skp][dvp]; skp and dvp are multiples of kSimdPad.
+// mask[r] (null: no mask) points at row r's mask values, key j at mask[r][j * mask_kstride].
+// out[r][d * out_dstride] receives row r's context vector (d < dv).
+inline constexpr int64_t kSimdPad = 16;
+struct AttendBlock {
+  const float* q;
+  const float* kt;
+  const float* v;
+  int64_t rows, dh, sk, skp, dv, dvp;
+  const float* mask[4];
+  int64_t mask_kstride;
+  float* out[4];
+  int64_t out_dstride;
+  float* scratch;  // attend_scratch_floats(dvp) floats
+};
+inline int64_t attend_scratch_floats(int64_t dvp) { return 4 * 64 + 4 * dvp; }
+void attend_block(const AttendBlock& a);
+
+}  // namespace simd
+}  // namespace gearbox

@@ -1,0 +1,62 @@
+// Shared by the cpu.simd kernel tests: random tensors and the comparison of a cpu.simd
+// kernel's result with the cpu.ref kernel of the same op on the same call.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "kernels/cpu/simd/simd_util.h"
+#include "kernels/kernel_test_util.h"
+
+namespace gearbox::testing {
+
+inline Tensor simd_random(Dims dims, std::mt19937& g, float lo = -1.f, float hi = 1.f) {
+  Tensor t(DType::F32, dims);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
+  return t;
+}
+
+// Which path the cpu.simd kernel must take: its own vector code, or its hand-over to the
+// reference kernel. Checked through simd::ref_fallback_count, so a silent fall-back cannot
+// pass as "matches the reference".
+enum class SimdPath { Simd, Reference };
+
+// Runs `call` on cpu.ref and on cpu.simd. Both must succeed with the same shape and values
+// within abs_tol + rel_tol * |ref| (NaN only where the reference has NaN), or both fail with
+// the same code; when the reference succeeds the simd kernel must have taken `path`.
+inline void expect_simd_matches_ref(KernelCall call, const std::string& what, SimdPath path = SimdPath::Simd,
+                                    double abs_tol = 2e-5, double rel_tol = 1e-4) {
+  call.engine = std::string(kEngineRef);
+  auto want = run_kernel(call);
+  call.engine = std::string(kEngineSimd);
+  const int64_t before = simd::ref_fallback_count();
+  auto got = run_kernel(call);
+  const int64_t fell_back = simd::ref_fallback_count() - before;
+  if (want.ok() && path == SimdPath::Simd) EXPECT_EQ(fell_back, 0) << what << ": the simd path did not run";
+  if (want.ok() && path == SimdPath::Reference) EXPECT_GT(fell_back, 0) << what << ": expected the reference";
+  ASSERT_EQ(want.ok(), got.ok()) << what << ": ref " << want.status().to_string() << " / simd "
+                                 << got.status().to_string();
+  if (!want.ok()) {
+    EXPECT_EQ(want.status().code(), got.status().code()) << what;
+    return;
+  }
+  const Tensor& r = want.value()[0];
+  const Tensor& s = got.value()[0];
+  ASSERT_EQ(r.dims(), s.dims()) << what;
+  ASSERT_EQ(r.dtype(), s.dtype()) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < r.numel() && bad < 5; ++i) {
+    const double rv = r.at_double(i), sv = s.at_double(i);
+    const bool ok = std::isnan(rv) ? std::isnan(sv) : std::fabs(rv - sv) <= abs_tol + rel_tol * std::fabs(rv);
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << what << ": element " << i << " ref " << rv << " simd " << sv;
+    }
+  }
+}
+
+}  // namespace gearbox::testing
