@@ -3,6 +3,7 @@
 // C (Gemm); and the cases that fall back to the reference inside the kernel.
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/dnnl_test_util.h"
@@ -103,6 +104,35 @@ TEST(DnnlFusedMatMulGemm, BiasAndActivationsAgainstReference) {
       expect_dnnl_matches_ref(gm, 13, "FusedGemm " + act + " " + std::to_string(variant));
     }
   }
+}
+
+TEST(DnnlMatMul, ConstantWeightsPackedOnceAndMatchTheReference) {
+  std::mt19937 g(31);
+  // Linear-layer shapes (A [B, M, K] x constant B [K, N] or [1, K, N]), odd sizes included.
+  for (const auto& [ad, bd] : std::vector<std::pair<Dims, Dims>>{
+           {{1, 128, 96}, {96, 80}}, {{2, 7, 33}, {33, 17}}, {{3, 5}, {5, 1}}, {{1, 9, 64}, {1, 64, 48}}}) {
+    for (int fused = 0; fused < 2; ++fused) {
+      KernelCall c = make_call(fused ? "FusedMatMul" : "MatMul", fused ? 1 : 13, {dnnl_random(ad, g), dnnl_random(bd, g)});
+      if (fused) {
+        c.domain = "com.gearbox";
+        c.inputs.push_back(dnnl_random({bd.back()}, g));
+        c.attrs["activation"] = testing::attr_string("Gelu");
+      }
+      c.constant_inputs = {false, true, true};
+      const std::string what = std::string(fused ? "FusedMatMul " : "MatMul ") + to_string(ad) + " x const " + to_string(bd);
+      expect_dnnl_matches_ref(c, ad.back(), what);
+      // The weights are reordered at most once: later runs use the cached packed copy.
+      const int64_t after_first = dnnl_engine::weight_reorder_count();
+      expect_dnnl_matches_ref(c, ad.back(), what + " (again)");
+      expect_dnnl_matches_ref(c, ad.back(), what + " (third run)");
+      EXPECT_EQ(dnnl_engine::weight_reorder_count(), after_first) << what;
+    }
+  }
+  // A B computed at run time (not constant) is read in place and never enters the cache.
+  const size_t cached = dnnl_engine::weight_cache_size();
+  expect_dnnl_matches_ref(make_call("MatMul", 13, {dnnl_random({1, 16, 40}, g), dnnl_random({40, 24}, g)}), 40,
+                          "run-time B");
+  EXPECT_EQ(dnnl_engine::weight_cache_size(), cached);
 }
 
 }  // namespace

@@ -9,6 +9,11 @@
 // that do not match, which the reference reports with its error) runs the cpu.ref kernel of
 // the same op from inside this kernel. com.gearbox FusedMatMul (bias [N] as a binary_add
 // post-op) and FusedGemm add the fused activation as eltwise post-ops (dnnl_util.h).
+//
+// MatMul/FusedMatMul with a constant B (an initializer: the weights of a linear layer) whose
+// batch dims are all 1 let oneDNN choose B's layout (format any: a blocked layout its brgemm
+// kernels read directly) and reorder B into it once, cached (dnnl_util.h reordered_weights);
+// with a plain B oneDNN packs it again inside every execution.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,17 +41,17 @@ std::shared_ptr<MatMulPrim> make_matmul(const memory::desc& a, const memory::des
   dnnl::matmul::desc d(a, b, c);
   dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
   mp->a_md = a;
-  mp->b_md = b;
+  mp->b_md = pd.weights_desc();  // b itself, or the layout oneDNN chose for format any
   mp->c_md = c;
   mp->scratch_md = pd.scratchpad_desc();
   mp->prim = dnnl::matmul(pd);
   return mp;
 }
 
-void run_matmul(const MatMulPrim& p, const void* a, const void* b, float* c, const void* bias = nullptr) {
+void run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, const void* bias = nullptr) {
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = thread_stream();
-  memory am(p.a_md, eng, const_cast<void*>(a)), bm(p.b_md, eng, const_cast<void*>(b)), cm(p.c_md, eng, c);
+  memory am(p.a_md, eng, const_cast<void*>(a)), cm(p.c_md, eng, c);
   memory scratch(p.scratch_md, eng);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, scratch}};
@@ -93,12 +98,18 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     }
     if (!append_activation(ctx, po, &sig)) return run_ref(ctx);
   }
+  // Constant weights without batch dims get a blocked layout, reordered once (see the top).
+  bool packed_b = ctx.input_is_constant(1);
+  for (size_t i = 0; i + 2 < r; ++i) packed_b = packed_b && bd[i] == 1;
   try {
-    const std::string key = std::string(fused ? "fmatmul|" : "matmul|") + to_string(ad) + to_string(bd) + sig;
+    const std::string key =
+        std::string(fused ? "fmatmul|" : "matmul|") + to_string(ad) + to_string(bd) + sig + (packed_b ? "|wany" : "");
     auto p = cached<MatMulPrim>(key, [&] {
       dnnl::primitive_attr attr;
       if (fused) attr.set_post_ops(po);
-      auto mp = make_matmul(plain_md(to_dims(ad)), plain_md(to_dims(bd)), plain_md(to_dims(cd)), attr);
+      const memory::desc b_md = packed_b ? memory::desc(to_dims(bd), memory::data_type::f32, memory::format_tag::any)
+                                         : plain_md(to_dims(bd));
+      auto mp = make_matmul(plain_md(to_dims(ad)), b_md, plain_md(to_dims(cd)), attr);
       if (bias) {
         memory::dims bdims(r, 1);
         bdims[r - 1] = cd[r - 1];
@@ -108,7 +119,8 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     });
     // The output keeps the rank of the higher-rank input.
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
-    run_matmul(*p, a.raw(), b.raw(), y.data<float>(), bias ? bias->raw() : nullptr);
+    const memory bm = reordered_weights(b, plain_md(to_dims(bd)), p->b_md, packed_b);
+    run_matmul(*p, a.raw(), bm, y.data<float>(), bias ? bias->raw() : nullptr);
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
@@ -166,7 +178,7 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) yp[i * n + j] = cp[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
     }
-    run_matmul(*p, a.raw(), b.raw(), yp);
+    run_matmul(*p, a.raw(), memory(p->b_md, cpu_engine(), const_cast<void*>(b.raw())), yp);
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
