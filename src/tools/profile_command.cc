@@ -84,12 +84,37 @@ std::vector<std::string> unfused_patterns(const std::string& model_path, const O
   return out;
 }
 
+// The memory planner's arena plan of the session's main graph, by value and node name;
+// none when the planner did not run (a .gbm: its optimizer is off) or planned nothing.
+std::optional<ArenaPlan> arena_plan(const Session& session) {
+  const MemoryPlan& plan = session.optimizer_report().memory;
+  if (plan.placements.empty() && plan.unsized_values == 0) return std::nullopt;
+  const auto& nodes = session.model().graph->nodes;
+  // A graph output lives to the end: index nodes.size().
+  auto name = [&](int i) {
+    return i >= 0 && static_cast<size_t>(i) < nodes.size() ? nodes[i]->name : std::string("(end of graph)");
+  };
+  ArenaPlan a;
+  a.planned_bytes = plan.planned_bytes;
+  a.naive_bytes = plan.naive_bytes;
+  a.lower_bound_bytes = plan.lower_bound_bytes;
+  a.unsized_values = plan.unsized_values;
+  for (const BufferPlacement& p : plan.placements)
+    a.rows.push_back({p.value->name, p.offset, p.bytes, p.first, p.last, name(p.first), name(p.last),
+                      p.in_place_of ? p.in_place_of->name : std::string()});
+  std::sort(a.rows.begin(), a.rows.end(), [](const ArenaRow& x, const ArenaRow& y) {
+    return x.first != y.first ? x.first < y.first : x.offset < y.offset;
+  });
+  return a;
+}
+
 int profile(const ProfileOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
     return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
   SessionOptions so;
   so.threads = o.threads;
   so.optimizer.disabled_passes = o.disabled_passes;
+  so.optimizer.plan_memory = true;  // memory.csv shows the arena plan next to the pool's use
   auto session = Session::load(o.model, so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
@@ -123,6 +148,7 @@ int profile(const ProfileOptions& o) {
   d.runs = profiler.runs();
   d.roofline = measure_roofline();
   d.unfused_patterns = unfused_patterns(o.model, (*session)->optimizer_report());
+  d.arena = arena_plan(**session);
   if (auto dev = device::get_device(device::DeviceKind::CPU, 0); dev.ok())
     if (auto pool = (*dev)->pool(); pool.ok()) d.pool_capacity = (*pool)->stats().capacity;
 

@@ -1,6 +1,6 @@
 // report.html: one self-contained page (inline CSS and SVG, no scripts from the network) with
 // the timeline of the last profiled run, the top ops, a roofline plot, tensor memory over
-// time and the advisor's findings.
+// time, the memory planner's arena and the advisor's findings.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -104,6 +104,35 @@ std::string memory_svg(const ProfileData& d) {
                      w + 20, h, pts, static_cast<double>(peak) / (1 << 20));
 }
 
+// The memory planner's arena: one box per value, its lifetime (node indices) across, its
+// offset and size in the arena down.
+std::string arena_svg(const ProfileData& d) {
+  if (!d.arena || d.arena->rows.empty())
+    return "<p>No arena plan (a .gbm, or no intermediate with a static shape).</p>";
+  const ArenaPlan& a = *d.arena;
+  int end = 1;
+  for (const ArenaRow& r : a.rows) end = std::max(end, r.last + 1);
+  const double top = static_cast<double>(std::max<size_t>(a.planned_bytes, 1));
+  const int w = 1000, h = 240;
+  std::ostringstream o;
+  o << fmt::format("<svg width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"arena\">", w + 20, h + 30);
+  for (const ArenaRow& r : a.rows) {
+    const double x = 10 + w * static_cast<double>(r.first) / end;
+    const double bw = std::max(1.0, w * static_cast<double>(r.last + 1 - r.first) / end);
+    const double y = 10 + h * static_cast<double>(r.offset) / top;
+    const double bh = std::max(1.0, h * static_cast<double>(r.bytes) / top);
+    o << fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" stroke=\"#fff\">"
+                     "<title>{}: {} bytes at offset {}, {} .. {}</title></rect>",
+                     x, y, bw, bh, colour(r.value), esc(r.value), r.bytes, r.offset, esc(r.first_node), esc(r.last_node));
+  }
+  o << fmt::format("<text x=\"10\" y=\"{}\" class=\"axis\">nodes in execution order across, arena offset down; planned "
+                   "{:.2f} MiB, naive {:.2f} MiB, lower bound {:.2f} MiB{}</text></svg>",
+                   h + 25, static_cast<double>(a.planned_bytes) / (1 << 20), static_cast<double>(a.naive_bytes) / (1 << 20),
+                   static_cast<double>(a.lower_bound_bytes) / (1 << 20),
+                   a.unsized_values ? fmt::format(", {} values without a static shape left out", a.unsized_values) : "");
+  return o.str();
+}
+
 }  // namespace
 
 std::string report_html(const ProfileData& d) {
@@ -137,7 +166,8 @@ std::string report_html(const ProfileData& d) {
                      s.gb_per_s(), s.intensity());
   }
   o << "</table>\n<h2>Roofline</h2>\n" << roofline_svg(d, types) << "\n";
-  o << "<h2>Tensor memory over time</h2>\n" << memory_svg(d) << "\n</body></html>\n";
+  o << "<h2>Tensor memory over time</h2>\n" << memory_svg(d) << "\n";
+  o << "<h2>Arena plan</h2>\n" << arena_svg(d) << "\n</body></html>\n";
   return o.str();
 }
 

@@ -143,7 +143,7 @@ std::vector<Finding> advise(const ProfileData& d) {
     double att = attainable_gflops(d.roofline, s.intensity());
     if (att > 0 && s.gflops_per_s() < 0.2 * att)
       f.push_back({"below-roofline",
-                   fmt::format("{} reaches {:.1f} GFLOP/s, {:.1f}% of the {:.1f} GFLOP/s its arithmetic intensity "
+                   fmt::format("{} reaches {:.3g} GFLOP/s, {:.3g}% of the {:.1f} GFLOP/s its arithmetic intensity "
                                "({:.1f} FLOP/byte) allows, and takes {:.1f}% of op time",
                                s.op_type, s.gflops_per_s(), 100 * s.gflops_per_s() / att, att, s.intensity(),
                                100 * s.total_ms / op_ms),
@@ -228,20 +228,33 @@ std::string op_summary_csv(const ProfileData& d) {
   return o.str();
 }
 
+// One table with a `section` column: "pool" rows (tensor memory after each node, over
+// time), a "peak" row, then "arena" rows (the memory planner's placement of each value)
+// and "arena_summary" rows (planned, naive and lower-bound bytes, values left unplanned).
 std::string memory_csv(const ProfileData& d) {
   std::ostringstream o;
-  o << "run,time_ms,node,op_type,bytes_in_use\n";
+  o << "section,run,time_ms,node,op_type,bytes_in_use,value,offset,bytes,first,last,first_node,last_node,in_place_of\n";
   size_t peak = 0;
   std::string peak_node;
   for (const OpRecord& r : d.ops) {
-    o << r.run << ',' << fmt::format("{:.6f}", ms(r.end_ns)) << ',' << csv(r.node) << ',' << csv(r.op_type) << ','
-      << r.pool_bytes_in_use << '\n';
+    o << "pool," << r.run << ',' << fmt::format("{:.6f}", ms(r.end_ns)) << ',' << csv(r.node) << ',' << csv(r.op_type)
+      << ',' << r.pool_bytes_in_use << ",,,,,,,,\n";
     if (r.pool_bytes_in_use > peak) {
       peak = r.pool_bytes_in_use;
       peak_node = r.node;
     }
   }
-  o << "peak,," << csv(peak_node) << ",," << peak << '\n';
+  o << "peak,,," << csv(peak_node) << ",," << peak << ",,,,,,,,\n";
+  if (d.arena) {
+    for (const ArenaRow& a : d.arena->rows)
+      o << "arena,,,,,," << csv(a.value) << ',' << a.offset << ',' << a.bytes << ',' << a.first << ',' << a.last << ','
+        << csv(a.first_node) << ',' << csv(a.last_node) << ',' << csv(a.in_place_of) << '\n';
+    const std::pair<const char*, size_t> summary[] = {{"planned_bytes", d.arena->planned_bytes},
+                                                      {"naive_bytes", d.arena->naive_bytes},
+                                                      {"lower_bound_bytes", d.arena->lower_bound_bytes},
+                                                      {"unsized_values", static_cast<size_t>(d.arena->unsized_values)}};
+    for (const auto& [name, v] : summary) o << "arena_summary,,,,,," << name << ",," << v << ",,,,,\n";
+  }
   return o.str();
 }
 

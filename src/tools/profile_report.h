@@ -41,6 +41,22 @@ struct Finding {
   std::string fix;
 };
 
+// One value of the memory planner's arena plan (graph/memory_plan.h), by name: the plan's
+// Value pointers belong to the session's graph.
+struct ArenaRow {
+  std::string value;
+  size_t offset = 0, bytes = 0;
+  int first = 0, last = 0;              // main-graph node indices of its lifetime, inclusive
+  std::string first_node, last_node;    // their names
+  std::string in_place_of;              // the input whose memory it reuses, if any
+};
+
+struct ArenaPlan {
+  std::vector<ArenaRow> rows;
+  size_t planned_bytes = 0, naive_bytes = 0, lower_bound_bytes = 0;
+  int unsized_values = 0;  // intermediates without a static shape: not in the plan
+};
+
 struct ProfileData {
   std::string model;
   std::vector<OpRecord> ops;
@@ -49,6 +65,7 @@ struct ProfileData {
   std::optional<size_t> pool_capacity;     // the device pool's capacity, when known
   // Passes switched off that would have matched: "pass conv_fusion is off; with it on it matches 3 ..."
   std::vector<std::string> unfused_patterns;
+  std::optional<ArenaPlan> arena;  // when the memory planner ran on the session's graph
 };
 
 // Rows by op type, then by node; each group sorted by total time, largest first.

@@ -10,12 +10,15 @@ Usage: check_profile.py --gearbox BIN --work-dir DIR
 * the advisor flags a planted problem for the rules that can be planted in a small model:
   copies (Transpose-dominated), preprocessing (Resize-dominated), unfused (conv_fusion
   switched off), memory-peak (a device pool smaller than the tensors), idle-gaps (hundreds of
-  one-element ops).
+  one-element ops), below-roofline (MatMulInteger on cpu.ref: a plain loop; the finding's
+  figures recomputed from the trace and hand-computed FLOPs and bytes);
+* memory.csv: the pool rows and peak; the arena plan's rows satisfy what any valid plan must.
 """
 import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -100,6 +103,99 @@ def tiny_ops_model(path):
     return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def check_arena(mem, op_names):
+    """memory.csv's arena rows: the memory planner's placements, checked for what any valid
+    plan must satisfy (independent of which passes ran): the graph outputs' sizes, lifetimes
+    ending at the end of the graph, no two buffers live at once sharing bytes, the summary
+    figures consistent with the rows."""
+    arena = [x for x in mem if x["section"] == "arena"]
+    summary = {x["value"]: int(x["bytes"]) for x in mem if x["section"] == "arena_summary"}
+    check(len(arena) > 0 and set(summary) == {"planned_bytes", "naive_bytes", "lower_bound_bytes", "unsized_values"},
+          f"memory.csv has arena rows ({len(arena)}) and the four arena_summary rows ({sorted(summary)})")
+    if not arena or len(summary) != 4:
+        return
+    align = lambda n: (n + 63) // 64 * 64  # noqa: E731
+    outputs = {"y": 64 * 56 * 56 * 4, "m": 64 * 96 * 4, "q": 8 * 128 * 4}
+    rows = {x["value"]: x for x in arena}
+    for name, nbytes in outputs.items():
+        x = rows.get(name)
+        check(x is not None and int(x["bytes"]) == align(nbytes) and x["last_node"] == "(end of graph)",
+              f"arena row of graph output {name}: {align(nbytes)} bytes, lives to the end of the graph")
+    check(all(x["first_node"] in op_names and (x["last_node"] in op_names or x["last_node"] == "(end of graph)")
+              for x in arena), "every arena lifetime starts and ends at a node of the trace")
+    # Buffers: a value written in place shares its input's bytes on purpose.
+    group = {v: v for v in rows}
+
+    def root(v):
+        while group[v] != v:
+            v = group[v]
+        return v
+    for v, x in rows.items():
+        if x["in_place_of"] in rows:
+            group[root(v)] = root(x["in_place_of"])
+    bufs = {}
+    for v, x in rows.items():
+        b = bufs.setdefault(root(v), [int(x["offset"]), int(x["bytes"]), int(x["first"]), int(x["last"])])
+        b[2], b[3] = min(b[2], int(x["first"])), max(b[3], int(x["last"]))
+    clashes = [(a, b) for a in bufs for b in bufs if a < b
+               and bufs[a][2] <= bufs[b][3] and bufs[b][2] <= bufs[a][3]
+               and bufs[a][0] < bufs[b][0] + bufs[b][1] and bufs[b][0] < bufs[a][0] + bufs[a][1]]
+    check(not clashes, f"no two buffers live at the same time share arena bytes ({clashes[:3]})")
+    top = max(int(x["offset"]) + int(x["bytes"]) for x in arena)
+    check(summary["planned_bytes"] == top, f"planned_bytes {summary['planned_bytes']} is the arena's top {top}")
+    check(summary["naive_bytes"] == sum(int(x["bytes"]) for x in arena),
+          "naive_bytes is the sum of the values' sizes")
+    check(summary["lower_bound_bytes"] <= summary["planned_bytes"] <= summary["naive_bytes"],
+          "lower bound <= planned <= naive")
+
+
+def below_roofline_model(path):
+    # MatMulInteger [128,256]x[256,128] (uint8 -> int32): a compute-heavy op whose reference
+    # kernel is a plain loop, far below any roofline.
+    rng = np.random.default_rng(4)
+    b = numpy_helper.from_array(rng.integers(0, 255, (256, 128), dtype=np.uint8), "b")
+    g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"], name="mmi")], "slow",
+                          [helper.make_tensor_value_info("a", TensorProto.UINT8, [128, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [128, 128])], [b])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def check_below_roofline(r, out):
+    """The below-roofline finding and its figures, recomputed here from the trace and the
+    hand-computed FLOPs and bytes."""
+    lines = [line for line in r.stdout.splitlines() if line.startswith("advisor [below-roofline]")]
+    check(len(lines) == 1, f"advisor flags MatMulInteger below its roofline ({lines})")
+    if len(lines) != 1:
+        print(r.stdout)
+        return
+    m = re.match(r"advisor \[below-roofline\] (\S+) reaches ([\d.e+-]+) GFLOP/s, ([\d.e+-]+)% of the ([\d.]+) GFLOP/s its "
+                 r"arithmetic intensity \(([\d.]+) FLOP/byte\) allows, and takes ([\d.]+)% of op time", lines[0])
+    check(m is not None and m.group(1) == "MatMulInteger", f"the finding names MatMulInteger ({lines[0]})")
+    if not m:
+        return
+    rate, pct, attainable, intensity, share = (float(m.group(i)) for i in range(2, 7))
+    with open(os.path.join(out, "trace.json")) as f:
+        ops = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X" and e.get("cat") != "run"]
+    flops = 2 * 128 * 128 * 256
+    nbytes = 128 * 256 + 256 * 128 + 128 * 128 * 4  # uint8 A and B read, int32 Y written
+    mmi = [e for e in ops if e["name"] == "mmi"]
+    hand_rate = len(mmi) * flops / (sum(e["dur"] for e in mmi) * 1e3)
+    check(abs(rate - hand_rate) <= 0.01 * hand_rate,
+          f"evidence rate {rate} GFLOP/s == hand FLOPs / trace time {hand_rate:.3f}")
+    check(abs(intensity - flops / nbytes) < 0.05, f"evidence intensity {intensity} == hand {flops / nbytes:.2f} FLOP/byte")
+    check(pct < 20 and abs(pct - 100 * rate / attainable) <= 0.01 * pct + 0.05,
+          f"evidence: {pct}% of attainable, below 20% and consistent with {rate}/{attainable}")
+    total = sum(e["dur"] for e in ops if e["args"]["depth"] == 0)
+    check(abs(share - 100 * sum(e["dur"] for e in mmi) / total) < 0.1, f"evidence share of op time {share}%")
+    with open(os.path.join(out, "op_summary.csv")) as f:
+        row = [x for x in csv.DictReader(f) if x["kind"] == "op_type" and x["name"] == "MatMulInteger"]
+    check(len(row) == 1 and row[0]["engine"] == "cpu.ref" and float(row[0]["pct_of_peak"]) < 20,
+          "op_summary: MatMulInteger on cpu.ref, under 20% of its attainable rate")
+    after = r.stdout.split(lines[0], 1)[1].splitlines()
+    check(len(after) > 1 and after[1].strip().startswith("fix:") and "cpu.dnnl" in after[1],
+          "the fix names a faster engine")
+
+
 def profile(gearbox, model, out, extra=(), env=None):
     cmd = [gearbox, "profile", model, "--random-inputs", "--loop", "3", "--output-dir", out] + list(extra)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -161,8 +257,13 @@ def main():
         check(all(int(node[n]["calls"]) == 3 for n in hand if n in node), "each node is called once per run")
         with open(os.path.join(out, "memory.csv")) as f:
             mem = list(csv.DictReader(f))
-        check(mem and mem[-1]["run"] == "peak" and int(mem[-1]["bytes_in_use"]) >= 64 * 56 * 56 * 4,
-              "memory.csv ends with the peak, at least the Conv output's bytes")
+        peak = [x for x in mem if x["section"] == "peak"]
+        check(len(peak) == 1 and int(peak[0]["bytes_in_use"]) >= 64 * 56 * 56 * 4,
+              "memory.csv has one peak row, at least the Conv output's bytes")
+        pool = [x for x in mem if x["section"] == "pool"]
+        check(len(pool) == len(ops) and max(int(x["bytes_in_use"]) for x in pool) == int(peak[0]["bytes_in_use"]),
+              f"memory.csv has a pool row per op execution ({len(pool)} of {len(ops)}) and the peak is their maximum")
+        check_arena(mem, {e["name"] for e in ops})
         html = open(os.path.join(out, "report.html")).read()
         check("<svg" in html and "http://" not in html.replace("http://www.w3.org", "") and "<script src" not in html,
               "report.html is self-contained (inline SVG, no network references)")
@@ -184,11 +285,18 @@ def main():
     check(r.returncode == 0 and "copies" in rules(r.stdout), "advisor flags Transpose-dominated time (copies)")
     r = profile(a.gearbox, resize_model(w("resize.onnx")), w("resize"))
     check(r.returncode == 0 and "preprocessing" in rules(r.stdout), "advisor flags Resize-dominated time (preprocessing)")
-    env = dict(os.environ, GEARBOX_DEVICE_MEMORY="1M")
+    # The optimizer cancels the transposes: one Relu whose 4 MiB output is the whole peak, in a
+    # pool of exactly 4 MiB (so the run still fits when tensors come from the device pool).
+    env = dict(os.environ, GEARBOX_DEVICE_MEMORY="4M")
     r = profile(a.gearbox, transpose_model(w("transpose.onnx")), w("memory"), env=env)
-    check(r.returncode == 0 and "memory-peak" in rules(r.stdout), "advisor flags peak memory near a 1M device pool")
+    check(r.returncode == 0 and "memory-peak" in rules(r.stdout), "advisor flags peak memory at a 4M device pool")
     r = profile(a.gearbox, tiny_ops_model(w("tiny.onnx")), w("tiny"), ["--disable-pass", "constant_folding"])
     check(r.returncode == 0 and "idle-gaps" in rules(r.stdout), "advisor flags idle gaps between 400 tiny ops")
+    env = dict(os.environ, GEARBOX_ENGINES="cpu.ref")
+    r = profile(a.gearbox, below_roofline_model(w("slow.onnx")), w("slow"), env=env)
+    check(r.returncode == 0, "profile of the MatMulInteger model on cpu.ref exits 0")
+    if r.returncode == 0:
+        check_below_roofline(r, w("slow"))
     print("PASS" if not FAILS else f"FAILED: {len(FAILS)} check(s)")
     return 1 if FAILS else 0
 
