@@ -9,7 +9,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-asan clean
+.PHONY: all deps build demo test test-asan clean profile-screenshot
 
 all: build
 
@@ -35,6 +35,12 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target gearbox gearbox_unit_tests
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L 'bad_input|unit'
+
+# gearbox profile's report.html rendered by headless chromium (tests/profile/check_render.py,
+# which also checks it loads without console errors); the screenshot is saved in $(BUILD).
+profile-screenshot: build
+	cd $(BUILD) && ctest --output-on-failure -R '^profile\.render$$'
+	@echo "screenshot: $(BUILD)/profile_report.png"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -21,6 +21,8 @@ PKGS=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # serving (prometheus: promtool and a real server for tests/serve)
   libcpp-httplib-dev prometheus
+  # profiler: tests/profile/check_render.py renders report.html in headless chromium
+  chromium
 )
 
 missing=()
