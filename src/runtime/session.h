@@ -21,9 +21,10 @@
 
 namespace gearbox {
 
-// oneDNN first for what it serves (Conv, MatMul, Gemm and their fused forms, f32), the
-// reference engine for everything else.
-inline constexpr std::string_view kDefaultEngines = "cpu.dnnl,cpu.ref";
+// oneDNN first for what it serves (Conv, MatMul, Gemm and their fused forms, f32), then the
+// Highway vector kernels (attention, normalizations, softmax, GELU), the reference engine
+// for everything else.
+inline constexpr std::string_view kDefaultEngines = "cpu.dnnl,cpu.simd,cpu.ref";
 
 struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
