@@ -147,6 +147,40 @@ TEST(DnnlConv, RunTimeWeightsAreNotCached) {
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), reorders_before + 3);  // blocked layout: one reorder a run
 }
 
+// com.gearbox.NhwcConv (the layout pass's channels-last form): X, Z and Y are [N, H, W, C];
+// the reference transposes around cpu.ref FusedConv, the oneDNN kernel reads NHWC directly.
+TEST(DnnlConv, ChannelsLastAgainstReference) {
+  std::mt19937 g(12);
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(g)]; };
+  for (int it = 0; it < 30; ++it) {
+    const bool depthwise = it % 3 == 2;
+    const int64_t n = pick({1, 2}), c = depthwise ? pick({16, 24, 7}) : pick({3, 16, 33}),
+                  m = depthwise ? c : pick({8, 24, 64});
+    const int64_t h = pick({5, 14, 17}), w = pick({5, 9, 16}), k = pick({1, 3}), s = pick({1, 2});
+    const int64_t oh = (h + 2 * (k / 2) - k) / s + 1, ow = (w + 2 * (k / 2) - k) / s + 1;
+    KernelCall call = make_call("NhwcConv", 1, {dnnl_random({n, h, w, c}, g),
+                                                dnnl_random({m, depthwise ? 1 : c, k, k}, g), dnnl_random({m}, g)});
+    call.domain = "com.gearbox";
+    call.constant_inputs = {false, true, true};
+    if (depthwise) call.attrs["group"] = attr_int(c);
+    call.attrs["strides"] = attr_ints({s, s});
+    call.attrs["pads"] = attr_ints({k / 2, k / 2, k / 2, k / 2});
+    if (it % 2 == 0) call.inputs.push_back(dnnl_random({n, oh, ow, m}, g));  // residual
+    if (it % 4 < 2) {
+      call.attrs["activation"] = attr_string(it % 4 == 0 ? "Relu" : "Clip");
+      Attribute p;
+      p.type = AttrType::Floats;
+      if (it % 4 == 1) p.floats = {0.f, 6.f};
+      call.attrs["activation_params"] = p;
+    }
+    expect_dnnl_matches_ref(call, (depthwise ? 1 : c) * k * k, "nhwc case " + std::to_string(it));
+  }
+  // Not channels-last rank 4: the reference's error on both paths.
+  KernelCall bad = make_call("NhwcConv", 1, {dnnl_random({1, 5, 4}, g), dnnl_random({2, 4, 3}, g)});
+  bad.domain = "com.gearbox";
+  expect_dnnl_matches_ref(bad, 12, "rank 3");
+}
+
 TEST(DnnlConv, UnhandledConfigurationsRunTheReference) {
   std::mt19937 g(9);
   // 1-D and 3-D convs, a residual that broadcasts, an unknown activation (ref error), a

@@ -53,7 +53,7 @@ inline void expect_dnnl_matches_ref(KernelCall call, int64_t k, const std::strin
   int bad = 0;
   for (int64_t i = 0; i < r.numel() && bad < 5; ++i) {
     const double rv = r.data<float>()[i], dv = d.data<float>()[i];
-    if (!(std::fabs(rv - dv) <= abs_tol + 1e-4 * std::fabs(rv))) {
+    if (!(rv == dv || std::fabs(rv - dv) <= abs_tol + 1e-4 * std::fabs(rv))) {  // == : equal infinities
       ++bad;
       ADD_FAILURE() << what << ": element " << i << " ref " << rv << " dnnl " << dv;
     }

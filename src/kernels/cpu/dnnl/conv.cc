@@ -8,9 +8,10 @@
 // an activation oneDNN lacks, empty tensors) falls back inside the kernel to the cpu.ref
 // kernel of the same op, because a kernel that returns an error is not retried elsewhere.
 //
-// Layouts: source and destination use the primitive's preferred layout (format_tag::any),
-// with a reorder from/to NCHW on each run (a layout pass keeping activations blocked is
-// future work); initializer weights are reordered once and cached (dnnl_util.h
+// Layouts: for Conv/FusedConv, source and destination use the primitive's preferred layout
+// (format_tag::any), with a reorder from/to NCHW on each run. com.gearbox.NhwcConv (written by
+// the layout pass, src/graph/passes/layout_nhwc.cc) reads and writes channels-last tensors
+// directly, with no reorder. Initializer weights are reordered once and cached (dnnl_util.h
 // reordered_weights).
 #include <string>
 #include <unordered_map>
@@ -39,7 +40,9 @@ std::string join(const std::vector<int64_t>& v) {
   return s;
 }
 
-Status conv_impl(KernelContext& ctx, bool fused) {
+// `nhwc`: com.gearbox.NhwcConv, whose X, Z and Y are channels-last [N, H, W, C] tensors (the
+// layout pass's form; W stays OIHW).
+Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
     return run_ref(ctx);
   const Tensor& x = ctx.input(0);
@@ -47,7 +50,9 @@ Status conv_impl(KernelContext& ctx, bool fused) {
   if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
     return run_ref(ctx);
   const int64_t group = ctx.attr_int("group", 1);
-  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
+  // Logical (NCHW-ordered) dims of X, as oneDNN describes every layout.
+  const Dims xl = nhwc ? Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)} : x.dims();
+  const int64_t n = xl[0], c = xl[1], m = w.dim(0);
   if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
   std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
   if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
@@ -57,8 +62,9 @@ Status conv_impl(KernelContext& ctx, bool fused) {
     b = &ctx.input(2);
     if (b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m) return run_ref(ctx);
   }
-  GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {x.dim(2), x.dim(3)}, kernel));
-  const Dims ydims{n, m, win.out[0], win.out[1]};
+  GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {xl[2], xl[3]}, kernel));
+  const Dims yl{n, m, win.out[0], win.out[1]};
+  const Dims ydims = nhwc ? Dims{n, win.out[0], win.out[1], m} : yl;
   const Tensor* z = nullptr;
   if (fused && ctx.has_input(3)) {
     if (!ctx.input_value(3).is_tensor()) return run_ref(ctx);
@@ -71,21 +77,26 @@ Status conv_impl(KernelContext& ctx, bool fused) {
   if (z) po.append_sum(1.f);  // dst holds Z before the run: conv + b + Z, then the activation
   if (fused && !append_activation(ctx, po, &act_sig)) return run_ref(ctx);
 
-  const std::string key = "conv|" + to_string(x.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
+  const std::string key = std::string(nhwc ? "conv_nhwc|" : "conv|") + to_string(x.dims()) + to_string(w.dims()) +
+                          "g" + std::to_string(group) + "s" +
                           join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) + join(win.pad_end) +
                           (b ? "b" : "") + (z ? "z" : "") + act_sig;
   try {
     auto p = cached<ConvPrim>(key, [&] {
       auto cp = std::make_shared<ConvPrim>();
-      const memory::dims src_d = to_dims(x.dims()), dst_d = to_dims(ydims);
+      const memory::dims src_d = to_dims(xl), dst_d = to_dims(yl);
       memory::dims wei_d = to_dims(w.dims());
       if (group > 1) wei_d = {group, m / group, c / group, kernel[0], kernel[1]};
-      cp->src_plain = plain_md(src_d);
+      cp->src_plain = nhwc ? memory::desc(src_d, memory::data_type::f32, tag::nhwc) : plain_md(src_d);
       cp->wei_plain = plain_md(wei_d);
-      cp->dst_plain = plain_md(dst_d);
+      cp->dst_plain = nhwc ? memory::desc(dst_d, memory::data_type::f32, tag::nhwc) : plain_md(dst_d);
       cp->bias_plain = plain_md({m});
       const auto f32 = memory::data_type::f32;
-      memory::desc src_any(src_d, f32, tag::any), wei_any(wei_d, f32, tag::any), dst_any(dst_d, f32, tag::any);
+      // Channels-last activations are taken as they are (no reorder per run); NCHW ones let
+      // the primitive pick its layout and are reordered in and out.
+      memory::desc src_any = nhwc ? cp->src_plain : memory::desc(src_d, f32, tag::any);
+      memory::desc dst_any = nhwc ? cp->dst_plain : memory::desc(dst_d, f32, tag::any);
+      memory::desc wei_any(wei_d, f32, tag::any);
       const memory::dims strides{win.strides[0], win.strides[1]};
       const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
       const memory::dims pl{win.pad_begin[0], win.pad_begin[1]}, pr{win.pad_end[0], win.pad_end[1]};
@@ -141,9 +152,11 @@ Status conv_impl(KernelContext& ctx, bool fused) {
 
 Status conv(KernelContext& ctx) { return conv_impl(ctx, false); }
 Status fused_conv(KernelContext& ctx) { return conv_impl(ctx, true); }
+Status nhwc_conv(KernelContext& ctx) { return conv_impl(ctx, true, true); }
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
+GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

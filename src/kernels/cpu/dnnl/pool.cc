@@ -1,0 +1,136 @@
+// MaxPool, AveragePool (ai.onnx opsets 1-17) and GlobalAveragePool on oneDNN, cpu.dnnl engine.
+//
+// Handled here: float32, 2-D (NCHW) windows with strides, explicit pads, every auto_pad,
+// ceil_mode, MaxPool dilations (pooling_v2) and AveragePool's count_include_pad. The window
+// geometry comes from the reference's make_window, so both engines agree on output sizes and
+// errors; oneDNN takes explicit pads only, so ceil_mode becomes a larger end pad (max and
+// exclude-padding average ignore padded cells, so the result is the same). Everything else
+// falls back inside the kernel to the cpu.ref kernel of the same op (conv.cc's convention):
+// 1-D/3-D, other dtypes, MaxPool's Indices output, empty tensors, and an averaging window
+// that counts padding past the declared end pad (ceil_mode with count_include_pad: the
+// reference clamps the divisor to the padded extent, oneDNN divides by the kernel size).
+// MaxPool of a window holding NaN: oneDNN's max does not propagate NaN as the reference does.
+//
+// Layouts: the primitive reads and writes the tensor's own buffer, NCHW for the ai.onnx ops
+// and channels-last for the layout pass's com.gearbox.NhwcMaxPool / NhwcAveragePool /
+// NhwcGlobalAveragePool (same attributes, [N, H, W, C] tensors); no reorder runs.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/logging.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/cpu/ref/nn_util.h"
+
+namespace gearbox::dnnl_engine {
+namespace {
+
+using dnnl::memory;
+
+enum class Kind { Max, Average, GlobalAverage };
+
+struct PoolPrim {
+  dnnl::pooling_v2_forward prim;
+  memory::desc src_md, dst_md, scratch_md;
+};
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += std::to_string(x) + ",";
+  return s;
+}
+
+// kNhwc: the layout pass's com.gearbox.Nhwc* pools, on channels-last [N, H, W, C] tensors.
+template <Kind kKind, bool kNhwc = false>
+Status pool(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.input_value(0).is_tensor()) return run_ref(ctx);
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::F32 || x.rank() != 4 || x.numel() == 0) return run_ref(ctx);
+  if (kKind == Kind::Max && ctx.wants_output(1)) return run_ref(ctx);  // Indices
+  const Dims xl = kNhwc ? Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)} : x.dims();  // logical NCHW
+  const std::vector<int64_t> in{xl[2], xl[3]};
+  ref::nn::Window win;
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  if constexpr (kKind == Kind::GlobalAverage) {
+    win.kernel = in;
+    win.out = {1, 1};
+    win.strides = win.dilations = {1, 1};
+    win.pad_begin = win.pad_end = {0, 0};
+    alg = dnnl::algorithm::pooling_avg_exclude_padding;
+  } else {
+    std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
+    if (kernel.size() != 2) return run_ref(ctx);  // its error, or a 1-D/3-D window
+    const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+    GBX_ASSIGN_OR_RETURN(win, ref::nn::make_window(ctx, in, kernel, ceil_mode, kKind == Kind::Max));
+    if constexpr (kKind == Kind::Max) {
+      const int64_t storage_order = ctx.attr_int("storage_order", 0);
+      if (storage_order != 0 && storage_order != 1) return run_ref(ctx);  // its error
+    } else {
+      const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+      alg = include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                        : dnnl::algorithm::pooling_avg_exclude_padding;
+    }
+    for (size_t i = 0; i < 2; ++i) {
+      // A window wholly inside the padding: the reference's -inf / 0 results are its own.
+      const int64_t ext = (win.kernel[i] - 1) * win.dilations[i] + 1;
+      if (win.pad_begin[i] >= ext || win.pad_end[i] >= ext) return run_ref(ctx);
+      // The end pad oneDNN needs for this output size (larger than the declared one under
+      // ceil_mode); never smaller than the declared one, which floor division already allows.
+      const int64_t need = (win.out[i] - 1) * win.strides[i] + ext - win.in[i] - win.pad_begin[i];
+      if (need > win.pad_end[i]) {
+        if (alg == dnnl::algorithm::pooling_avg_include_padding) return run_ref(ctx);
+        win.pad_end[i] = need;
+      }
+    }
+  }
+  const Dims yl{xl[0], xl[1], win.out[0], win.out[1]};
+  const Dims ydims = kNhwc ? Dims{xl[0], win.out[0], win.out[1], xl[1]} : yl;
+
+  const std::string key = std::string(kNhwc ? "pool_nhwc|" : "pool|") + std::to_string(static_cast<int>(alg)) + to_string(x.dims()) + "k" +
+                          join(win.kernel) + "s" + join(win.strides) + "d" + join(win.dilations) + "p" +
+                          join(win.pad_begin) + join(win.pad_end);
+  try {
+    auto p = cached<PoolPrim>(key, [&] {
+      auto pp = std::make_shared<PoolPrim>();
+      const auto layout = kNhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+      pp->src_md = memory::desc(to_dims(xl), memory::data_type::f32, layout);
+      pp->dst_md = memory::desc(to_dims(yl), memory::data_type::f32, layout);
+      const memory::dims strides{win.strides[0], win.strides[1]}, kernel{win.kernel[0], win.kernel[1]};
+      const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
+      const memory::dims pl{win.pad_begin[0], win.pad_begin[1]}, pr{win.pad_end[0], win.pad_end[1]};
+      dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, pp->src_md, pp->dst_md, strides,
+                                          kernel, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per run: concurrent runs share no scratch
+      dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, cpu_engine());
+      pp->scratch_md = pd.scratchpad_desc();
+      pp->prim = dnnl::pooling_v2_forward(pd);
+      return pp;
+    });
+    dnnl::engine& eng = cpu_engine();
+    dnnl::stream& s = thread_stream();
+    GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
+    memory src(p->src_md, eng, const_cast<void*>(x.raw()));
+    memory dst(p->dst_md, eng, y.data<float>());
+    memory scratch(p->scratch_md, eng);
+    p->prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
+    s.wait();
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  } catch (const dnnl::error& e) {
+    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
+    return run_ref(ctx);
+  }
+}
+
+GBX_REGISTER_KERNEL({"", "MaxPool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Max>});
+GBX_REGISTER_KERNEL({"", "AveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
+GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
+GBX_REGISTER_KERNEL({"com.gearbox", "NhwcMaxPool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Max, true>});
+GBX_REGISTER_KERNEL({"com.gearbox", "NhwcAveragePool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Average, true>});
+GBX_REGISTER_KERNEL(
+    {"com.gearbox", "NhwcGlobalAveragePool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage, true>});
+
+}  // namespace
+}  // namespace gearbox::dnnl_engine
