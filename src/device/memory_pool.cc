@@ -14,6 +14,19 @@
 
 #include "base/logging.h"
 
+// Under AddressSanitizer, a block given back is poisoned until it is handed out again, so a
+// use after free of pool memory is reported like one of heap memory. Only blocks that were
+// handed out are ever poisoned: poisoning the whole reserved region up front would commit
+// shadow memory for all of it.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define GBX_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define GBX_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define GBX_POISON(p, n) ((void)(p), (void)(n))
+#define GBX_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace gearbox::device {
 
 Result<std::unique_ptr<MemoryPool>> MemoryPool::create(size_t capacity, size_t min_block) {
@@ -107,21 +120,14 @@ Status MemoryPool::failure_locked(size_t bytes, size_t align, int order) const {
   return Status(code, os.str());
 }
 
-Result<void*> MemoryPool::allocate(size_t bytes, size_t align) {
-  if (align == 0 || !std::has_single_bit(align) || align > kMaxAlign)
-    return make_error(ErrorCode::INVALID_ARGUMENT, "pool alignment ", align,
-                      " is not a power of two up to ", kMaxAlign);
-  int order = order_for(bytes, align);
-  std::lock_guard<std::mutex> lock(mu_);
+int MemoryPool::free_order_locked(int order) const {
+  if (order < 0) return -1;
   int k = order;
-  if (k >= 0)
-    while (k < PoolStats::kMaxOrders && free_[k].empty()) ++k;
-  if (order < 0 || k >= PoolStats::kMaxOrders) {
-    ++stats_.failed_count;
-    Status s = failure_locked(bytes, align, order);
-    GBX_LOG_DEBUG("MEM_ALLOC", "{}", s.to_string());
-    return s;
-  }
+  while (k < PoolStats::kMaxOrders && free_[k].empty()) ++k;
+  return k < PoolStats::kMaxOrders ? k : -1;
+}
+
+void* MemoryPool::take_locked(int k, int order, size_t bytes) {
   // Take the lowest-addressed block of the smallest sufficient order, split it down.
   size_t offset = *free_[k].begin();
   free_[k].erase(free_[k].begin());
@@ -136,7 +142,32 @@ Result<void*> MemoryPool::allocate(size_t bytes, size_t align) {
   stats_.peak_used = std::max(stats_.peak_used, stats_.used);
   ++stats_.alloc_count;
   ++stats_.histogram[order];
+  GBX_UNPOISON(base_ + offset, block);
   return static_cast<void*>(base_ + offset);
+}
+
+Result<void*> MemoryPool::allocate(size_t bytes, size_t align) {
+  if (align == 0 || !std::has_single_bit(align) || align > kMaxAlign)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "pool alignment ", align,
+                      " is not a power of two up to ", kMaxAlign);
+  int order = order_for(bytes, align);
+  std::lock_guard<std::mutex> lock(mu_);
+  int k = free_order_locked(order);
+  if (k < 0) {
+    ++stats_.failed_count;
+    Status s = failure_locked(bytes, align, order);
+    GBX_LOG_DEBUG("MEM_ALLOC", "{}", s.to_string());
+    return s;
+  }
+  return take_locked(k, order, bytes);
+}
+
+void* MemoryPool::try_allocate(size_t bytes, size_t align) {
+  if (align == 0 || !std::has_single_bit(align) || align > kMaxAlign) return nullptr;
+  int order = order_for(bytes, align);
+  std::lock_guard<std::mutex> lock(mu_);
+  int k = free_order_locked(order);
+  return k < 0 ? nullptr : take_locked(k, order, bytes);
 }
 
 Result<std::shared_ptr<void>> MemoryPool::allocate_shared(size_t bytes, size_t align) {
@@ -162,6 +193,7 @@ Status MemoryPool::release(void* p) {
   stats_.requested -= it->second.requested;
   ++stats_.free_count;
   live_.erase(it);
+  GBX_POISON(bp, min_block_ << order);
   // Merge with the buddy while it is free and the merged block stays inside the root.
   int root_order = root_order_at(offset);
   while (order < root_order) {

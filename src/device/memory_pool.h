@@ -65,6 +65,10 @@ class MemoryPool {
   // larger alignment only rounds the block size up.
   static constexpr size_t kMaxAlign = size_t{2} << 20;
   Result<void*> allocate(size_t bytes, size_t align = 64);
+  // The same without the error: nullptr when nothing fits, and the failure is not counted
+  // (failed_count) or logged. For callers that can make room and retry (the runtime's
+  // BufferPool gives back its idle blocks first), then call allocate() for the diagnostic.
+  void* try_allocate(size_t bytes, size_t align = 64);
   // A block owned by shared_ptrs: the last owner returns it to the pool (for Tensor buffers,
   // which share their storage). The pool must outlive every such pointer; default_pool()
   // lives for the whole process.
@@ -88,6 +92,8 @@ class MemoryPool {
   int order_for(size_t bytes, size_t align) const;   // -1 when larger than any block
   int root_order_at(size_t offset) const;            // the order of the root holding offset
   size_t largest_free_locked() const;
+  int free_order_locked(int order) const;             // smallest order >= order with a free block; -1
+  void* take_locked(int k, int order, size_t bytes);  // splits a free block of order k down to order
   Status failure_locked(size_t bytes, size_t align, int order) const;
 
   mutable std::mutex mu_;

@@ -111,10 +111,15 @@ Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs
   if (plan && plan->kernels.size() != num_nodes_)
     return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
                       num_nodes_);
-  std::optional<ScopedBufferSource> buffers;
+  std::optional<BufferPool::RunScope> buffers;
   if (plan) buffers.emplace(&plan->buffers);
   const RunContext rc{plan, profiler, run, observer};
-  return run_graph(*main_, std::move(inputs), nullptr, rc);
+  try {
+    return run_graph(*main_, std::move(inputs), nullptr, rc);
+  } catch (const BufferSourceError& e) {
+    // Kernels' allocations are caught in run_node; this catches the executor's own (hooks).
+    return e.status();
+  }
 }
 
 Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
@@ -217,7 +222,18 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   Profiler* profiler = frame.rc->profiler;
   const int64_t begin_ns = profiler ? profiler->now_ns() : 0;
-  Status st = def->fn(ctx);
+  // A tensor the plan's buffer pool cannot get from the device pool (POOL_EXHAUSTED,
+  // POOL_FRAGMENTED) is thrown from Tensor(dtype, dims) as BufferSourceError: kernels allocate
+  // through that constructor, which cannot return a Status, and an exception leaves every
+  // kernel unchanged while still unwinding its locals. It is caught here, around the one
+  // call, and returned like the kernel's own errors (runtime/buffer_pool.h: never thrown
+  // inside an OpenMP region, where it could not be caught).
+  Status st;
+  try {
+    st = def->fn(ctx);
+  } catch (const BufferSourceError& e) {
+    st = e.status();
+  }
   if (profiler && st.ok()) record(np, *def, ctx, outs, frame, begin_ns);
   if (!st.ok()) {
     // Kernels prefix their own node context; add it for those that did not.

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/logging.h"
+#include "device/memory_pool.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
@@ -94,6 +95,11 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
     s->options_.engine = env && *env ? std::string(env) : std::string(kDefaultEngines);
   }
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
+  // Resolved now, so a bad GEARBOX_DEVICE_MEMORY is an error at load rather than at a run.
+  s->device_pool_ = s->options_.device_pool;
+  if (!s->device_pool_) {
+    GBX_ASSIGN_OR_RETURN(s->device_pool_, device::default_pool());
+  }
   s->plan_cache_ =
       std::make_unique<PlanCache>(plan_cache_capacity(s->options_.plan_cache_size), s->executor_->num_nodes());
   return s;
@@ -141,6 +147,7 @@ Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string
   bool prepared = false;
   std::shared_ptr<PreparedPlan> plan = plan_cache_->acquire(signature, &prepared);
   uint64_t runs = ++plan->runs;
+  GBX_RETURN_IF_ERROR(plan->buffers.bind(device_pool_));  // the run's tensors come from it
   if (prepared) {
     PlanCacheStats st = plan_cache_->stats();
     GBX_LOG_DEBUG("EXEC", "prepared plan for {} ({} of {} signatures cached)", signature, st.size, st.capacity);

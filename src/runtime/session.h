@@ -21,6 +21,10 @@
 
 namespace gearbox {
 
+namespace device {
+class MemoryPool;
+}
+
 // oneDNN first for what it serves (Conv, MatMul, Gemm and their fused forms, f32), then the
 // Highway vector kernels (attention, normalizations, softmax, GELU), the reference engine
 // for everything else.
@@ -37,6 +41,10 @@ struct SessionOptions {
   // Shape signatures whose prepared plan (kernel choices, recycled buffers) is kept; the
   // least recently used is evicted beyond it. -1: GEARBOX_PLAN_CACHE_SIZE, else 8. 0: none.
   int plan_cache_size = -1;
+  // The device memory pool the session's tensors are allocated from (runtime/buffer_pool.h).
+  // nullptr: the CPU device's pool (GEARBOX_DEVICE_MEMORY). Another pool must outlive the
+  // session and every tensor its runs returned.
+  device::MemoryPool* device_pool = nullptr;
 };
 
 // A model input or output as the model declares it.
@@ -70,6 +78,8 @@ class Session {
   // The options as resolved at load (engine list filled in): what re-optimizing the same
   // model needs to reproduce this session's graph.
   const SessionOptions& options() const { return options_; }
+  // The device memory pool this session's run-time tensors come from.
+  device::MemoryPool* device_pool() const { return device_pool_; }
 
   // Runs with named inputs; returns outputs in the model's output order. Every model input
   // must be given (INPUT_MISSING), names must exist (INPUT_UNKNOWN), dtypes and fixed dims
@@ -105,6 +115,7 @@ class Session {
   std::unique_ptr<PlanCache> plan_cache_;
   OptimizerReport optimizer_report_;
   int threads_ = 0;  // resolved thread count, applied per calling thread; 0: OpenMP's default
+  device::MemoryPool* device_pool_ = nullptr;
 };
 
 }  // namespace gearbox

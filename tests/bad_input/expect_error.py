@@ -35,6 +35,8 @@ def main():
     p.add_argument("--name", required=True, help="expected error name, e.g. FILE_NOT_FOUND")
     p.add_argument("--errors-def", default=DEFAULT_ERRORS_DEF)
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--stderr-contains", action="append", default=[],
+                   help="text stderr must also contain (repeatable), e.g. a figure of the message")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -71,6 +73,10 @@ def main():
         got = re.findall(r"GBX-E\d+ [A-Z0-9_]+:", r.stderr)
         print(f"FAIL: stderr lacks '{want}' (error codes seen: {got or 'none'})")
         ok = False
+    for text in a.stderr_contains:
+        if text not in r.stderr:
+            print(f"FAIL: stderr lacks '{text}'")
+            ok = False
     for mark in SANITIZER_MARKS:
         if mark in r.stderr:
             print(f"FAIL: sanitizer report on stderr ('{mark}')")

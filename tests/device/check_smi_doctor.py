@@ -66,8 +66,9 @@ for key in ["capacity_bytes", "used_bytes", "free_bytes", "largest_free_block_by
             "peak_used_bytes", "live_allocations", "allocations", "frees", "failed_allocations",
             "block_size_histogram"]:
     check(key in pool, f"smi: pool field {key}")
-# smi itself allocates nothing from the pool (session tensors do not come from it either):
-# a fresh process reports an empty pool, and the free-block scan agrees with the counters.
+# smi reports the pool of its own process, which runs no model (session tensors come from the
+# pool, but only in the process that runs them): a fresh process reports an empty pool, and the
+# free-block scan agrees with the counters.
 check(pool["used_bytes"] == 0 and pool["live_allocations"] == 0, "smi: a fresh process has an empty pool")
 check(pool["peak_used_bytes"] >= pool["used_bytes"], "smi: peak >= used")
 check(0 < pool["largest_free_block_bytes"] <= pool["free_bytes"] == pool["capacity_bytes"],
