@@ -205,6 +205,39 @@ std::string Metrics::render() const {
     for (const auto& [status, n] : http_responses_)
       sample(&out, "gearbox_http_responses_total", fmt::format("code=\"{}\"", status), static_cast<double>(n));
   }
+  // The device memory pools: sessions allocate their tensors from their device's pool
+  // (runtime/buffer_pool.h; the server's sessions use the CPU device's), so these describe the
+  // models' memory: live intermediates and outputs plus the blocks prepared plans keep cached.
+  struct PoolSample {
+    std::string labels;
+    device::PoolStats stats;
+  };
+  std::vector<PoolSample> pools;
+  for (device::Device* d : device::devices())
+    if (auto pool = d->pool(); pool.ok())
+      pools.push_back({fmt::format("device=\"{}\"", escape_label(d->name())), (*pool)->stats()});
+  auto per_pool = [&](const char* name, const char* type, const char* help, auto&& value) {
+    family(&out, name, type, help);
+    for (const auto& p : pools) sample(&out, name, p.labels, static_cast<double>(value(p.stats)));
+  };
+  per_pool("gearbox_device_memory_pool_capacity_bytes", "gauge", "Capacity of the device memory pool",
+           [](const device::PoolStats& s) { return s.capacity; });
+  per_pool("gearbox_device_memory_pool_used_bytes", "gauge",
+           "Bytes of the device memory pool in allocated blocks (tensors of runs, outputs held, plans' cached buffers)",
+           [](const device::PoolStats& s) { return s.used; });
+  per_pool("gearbox_device_memory_pool_free_bytes", "gauge", "Bytes of the device memory pool not allocated",
+           [](const device::PoolStats& s) { return s.free; });
+  per_pool("gearbox_device_memory_pool_largest_free_block_bytes", "gauge",
+           "The largest block one allocation can get from the device memory pool now",
+           [](const device::PoolStats& s) { return s.largest_free; });
+  per_pool("gearbox_device_memory_pool_fragmentation_ratio", "gauge",
+           "1 - largest free block / free bytes of the device memory pool (0 when nothing is free)",
+           [](const device::PoolStats& s) { return s.fragmentation; });
+  per_pool("gearbox_device_memory_pool_peak_used_bytes", "gauge", "The most bytes the device memory pool has had in use",
+           [](const device::PoolStats& s) { return s.peak_used; });
+  per_pool("gearbox_device_memory_pool_allocation_failures_total", "counter",
+           "Allocations the device memory pool refused (POOL_EXHAUSTED, POOL_FRAGMENTED)",
+           [](const device::PoolStats& s) { return s.failed_count; });
   family(&out, "gearbox_process_resident_memory_bytes", "gauge", "Resident set size of the server process");
   if (size_t rss = device::process_resident_bytes())
     sample(&out, "gearbox_process_resident_memory_bytes", "", static_cast<double>(rss));

@@ -35,13 +35,13 @@ def error_codes(path=ERRORS_DEF):
 class Server:
     """A running `gearbox serve`; use as a context manager (SIGTERM + wait on exit)."""
 
-    def __init__(self, gearbox, models, *args, timeout=120):
+    def __init__(self, gearbox, models, *args, timeout=120, env=None):
         cmd = [gearbox, "serve", "--port", "0", "--metrics-port", "0"]
         for name, path in models.items():
             cmd += ["--model", f"{name}={path}"]
         cmd += list(args)
         print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         line = self._read_line(timeout)
         m = re.search(r"listening on (http://[^:]+:(\d+))(?:, metrics on (http://[^/]+)/metrics)?", line)
         if not m:

@@ -256,6 +256,47 @@ class ServeApiTest(unittest.TestCase):
         self.assertEqual(after["success"], before["success"] + 1)
 
 
+class ServePoolMetricsTest(unittest.TestCase):
+    """The device pool gauges describe the models' memory: sessions allocate from the pool."""
+
+    def test_device_pool_metrics_show_model_memory(self):
+        capacity = 64 << 20
+        env = dict(os.environ, GEARBOX_DEVICE_MEMORY="64M")
+        x = np.load(os.path.join(ARGS.data, "mlp", "x.npy"))
+        with Server(ARGS.gearbox, {"mlp": os.path.join(ARGS.data, "mlp", "model.onnx")}, env=env) as s:
+            def pool():
+                text = http("GET", s.metrics_url + "/metrics")[2].decode()
+                got = {}
+                for name in ("capacity_bytes", "used_bytes", "free_bytes", "largest_free_block_bytes",
+                             "fragmentation_ratio", "peak_used_bytes", "allocation_failures_total"):
+                    samples = metric_samples(text, "gearbox_device_memory_pool_" + name)
+                    self.assertEqual([labels["device"] for labels, _ in samples], ["cpu:0"], name)
+                    got[name] = samples[0][1]
+                return got
+
+            before = pool()
+            self.assertEqual(before["capacity_bytes"], capacity)
+            self.assertEqual(before["used_bytes"], 0, "nothing has run yet")
+            self.assertEqual(before["peak_used_bytes"], 0)
+            self.assertEqual(before["free_bytes"], capacity)
+
+            code, headers, body = http("POST", s.url + "/v2/models/mlp/infer", {"inputs": [json_tensor("x", x)]})
+            self.assertEqual(code, 200, body)
+            _, out = decode_response(headers, body)
+            after = pool()
+            # Both outputs were in the pool at once when the run returned them; each takes at
+            # least its own bytes.
+            self.assertGreaterEqual(after["peak_used_bytes"], out["y"].nbytes + out["h"].nbytes)
+            # The prepared plan keeps its buffers cached for the next request of this shape.
+            self.assertGreater(after["used_bytes"], 0)
+            self.assertLessEqual(after["used_bytes"], after["peak_used_bytes"])
+            self.assertEqual(after["used_bytes"] + after["free_bytes"], capacity)
+            self.assertLessEqual(after["largest_free_block_bytes"], after["free_bytes"])
+            self.assertAlmostEqual(after["fragmentation_ratio"],
+                                   1 - after["largest_free_block_bytes"] / after["free_bytes"], places=6)
+            self.assertEqual(after["allocation_failures_total"], 0)
+
+
 class ServeAuthTest(unittest.TestCase):
     def test_bearer_token(self):
         token_file = os.path.join(ARGS.work, "token")
