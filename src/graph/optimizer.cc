@@ -43,9 +43,20 @@ const std::vector<PassEntry>& pipeline() {
       {{"matmul_fusion", "MatMul/Gemm (+bias)(+activation) -> com.gearbox.FusedMatMul / FusedGemm"},
        passes::fuse_matmul},
       {{"conv_fusion", "Conv (+residual Add)(+activation) -> com.gearbox.FusedConv"}, passes::fuse_conv},
+      {{"layout_nhwc", "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
+        "Transposes at the boundaries (only when the engines prefer cpu.dnnl)"},
+       passes::layout_nhwc},
       {{"dead_node_elimination", "remove nodes whose outputs nothing reads"}, passes::eliminate_dead_nodes},
   };
   return kPipeline;
+}
+
+// True when the first engine of a comma list is cpu.dnnl; empty is the default list
+// (runtime/session.h kDefaultEngines: "cpu.dnnl,cpu.ref").
+bool engines_prefer_dnnl(const std::string& engines) {
+  if (engines.empty()) return true;
+  auto names = split_list(engines);
+  return !names.empty() && names[0] == "cpu.dnnl";
 }
 
 std::string valid_names() {
@@ -153,6 +164,12 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
     r.nodes_before = r.nodes_after = g.nodes.size();
     if (all_off || off.count(p.info.name)) {
       if (!all_off) GBX_LOG_INFO("GRAPH_OPTIMIZER", "{}: off", r.name);
+      report.passes.push_back(r);
+      continue;
+    }
+    if (p.info.name == "layout_nhwc" && !engines_prefer_dnnl(options.engines)) {
+      // Channels-last only pays on oneDNN; the reference Nhwc kernels transpose in and out.
+      GBX_LOG_DEBUG("GRAPH_OPTIMIZER", "{}: skipped, engines '{}' do not prefer cpu.dnnl", r.name, options.engines);
       report.passes.push_back(r);
       continue;
     }

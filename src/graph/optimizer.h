@@ -34,6 +34,11 @@ struct OptimizerOptions {
   // asks for it; sessions would pay for a plan nobody reads.
   bool plan_memory = false;
   MemoryPlanOptions memory;
+  // The engine priority list the graph will run on; Session::create sets it to the session's
+  // list. Passes that only pay on some engine read it: layout_nhwc runs only when cpu.dnnl
+  // comes first. Empty means the sessions' default list (runtime/session.h kDefaultEngines,
+  // cpu.dnnl first), so `gearbox compile` writes the graph a default session would run.
+  std::string engines;
 };
 
 struct PassInfo {

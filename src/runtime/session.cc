@@ -89,11 +89,13 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   s->options_ = std::move(options);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
-  GBX_ASSIGN_OR_RETURN(s->optimizer_report_, optimize(s->model_, s->options_.optimizer));
   if (s->options_.engine.empty()) {
     const char* env = std::getenv("GEARBOX_ENGINES");
     s->options_.engine = env && *env ? std::string(env) : std::string(kDefaultEngines);
   }
+  // Passes that pay only on some engine (layout_nhwc) need to know which ones will run.
+  s->options_.optimizer.engines = s->options_.engine;
+  GBX_ASSIGN_OR_RETURN(s->optimizer_report_, optimize(s->model_, s->options_.optimizer));
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
   // Resolved now, so a bad GEARBOX_DEVICE_MEMORY is an error at load rather than at a run.
   s->device_pool_ = s->options_.device_pool;

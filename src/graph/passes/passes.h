@@ -29,5 +29,7 @@ Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx);   // layer_n
 Result<int> fuse_attention(Graph& g, const PassContext& ctx);         // attention_fusion.cc
 Result<int> fuse_matmul(Graph& g, const PassContext& ctx);            // matmul_fusion.cc
 Result<int> fuse_conv(Graph& g, const PassContext& ctx);              // conv_fusion.cc
+// layout_nhwc.cc: regions of convolutions and pools -> channels-last com.gearbox.Nhwc* ops
+Result<int> layout_nhwc(Graph& g, const PassContext& ctx);
 
 }  // namespace gearbox::passes

@@ -1,0 +1,229 @@
+// The layout_nhwc pass: which nodes it rewrites into channels-last com.gearbox.Nhwc* ops, where
+// it puts the Transposes, that it stays off unless the engines prefer cpu.dnnl, and that the
+// rewritten graph computes what the unrewritten one does: on cpu.ref (the transposing
+// reference kernels), on cpu.dnnl (the channels-last oneDNN kernels) and after a .gbm round
+// trip.
+#include <gtest/gtest.h>
+
+#include "graph/gbm/gbm_reader.h"
+#include "graph/gbm/gbm_writer.h"
+#include "graph/pass_test_util.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
+
+namespace gearbox {
+namespace {
+
+using testing::attr_int;
+using testing::attr_ints;
+using testing::count_op;
+using testing::expect_same_outputs;
+using testing::GraphBuilder;
+using testing::only_passes;
+using testing::random_tensor;
+
+void typed(Value* v, Dims d) {
+  v->type.dtype = DType::F32;
+  v->type.shape = Shape::from_dims(d);
+}
+
+Value* conv(GraphBuilder& b, Value* x, int64_t c, int64_t m, int64_t k, Dims out, uint32_t seed) {
+  Value* y = b.op("Conv", {x, b.constant("w" + std::to_string(seed), random_tensor({m, c, k, k}, seed, -0.3f, 0.3f)),
+                           b.constant("b" + std::to_string(seed), random_tensor({m}, seed + 1))},
+                  {{"pads", attr_ints({k / 2, k / 2, k / 2, k / 2})}});
+  typed(y, out);
+  return y;
+}
+
+Value* relu(GraphBuilder& b, Value* x, Dims d) {
+  Value* y = b.op("Relu", {x});
+  typed(y, d);
+  return y;
+}
+
+// A ResNet-like block: conv-relu-maxpool, two convs with a residual add, then three readers
+// of the block's output: GlobalAveragePool -> Flatten, AveragePool (ceil_mode) and the graph
+// output itself.
+Model resnet_like() {
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {1, 3, 15, 15});
+  Value* c1 = relu(b, conv(b, x, 3, 8, 3, {1, 8, 15, 15}, 10), {1, 8, 15, 15});
+  Value* p = b.op("MaxPool", {c1},
+                  {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 1, 1, 1})}});
+  typed(p, {1, 8, 8, 8});
+  Value* c2 = relu(b, conv(b, p, 8, 8, 3, {1, 8, 8, 8}, 20), {1, 8, 8, 8});
+  Value* c3 = conv(b, c2, 8, 8, 1, {1, 8, 8, 8}, 30);
+  Value* sum = b.op("Add", {c3, p});
+  typed(sum, {1, 8, 8, 8});
+  Value* r = relu(b, sum, {1, 8, 8, 8});
+  Value* gap = b.op("GlobalAveragePool", {r});
+  typed(gap, {1, 8, 1, 1});
+  Value* flat = b.op("Flatten", {gap});
+  typed(flat, {1, 8});
+  Value* avg = b.op("AveragePool", {r},
+                    {{"kernel_shape", attr_ints({3, 3})}, {"strides", attr_ints({2, 2})}, {"ceil_mode", attr_int(1)}});
+  typed(avg, {1, 8, 4, 4});
+  b.output(flat);
+  b.output(avg);
+  b.output(r);
+  return b.take();
+}
+
+OptimizerOptions fusion_and_layout(const std::string& engines = "cpu.dnnl,cpu.ref") {
+  OptimizerOptions o = only_passes({"conv_fusion", "layout_nhwc", "dead_node_elimination"});
+  o.engines = engines;
+  return o;
+}
+
+std::map<std::string, Tensor> feeds() { return {{"x", random_tensor({1, 3, 15, 15}, 7)}}; }
+
+TEST(LayoutNhwcPass, RewritesARegionWithTransposesAtItsBoundaries) {
+  Model m = resnet_like();
+  auto rep = optimize(m, fusion_and_layout());
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  const Graph& g = *m.graph;
+  EXPECT_EQ(rep->matches("layout_nhwc"), 6);
+  EXPECT_EQ(count_op(g, "NhwcConv"), 3u);
+  EXPECT_EQ(count_op(g, "NhwcMaxPool"), 1u);
+  EXPECT_EQ(count_op(g, "NhwcGlobalAveragePool"), 1u);
+  EXPECT_EQ(count_op(g, "NhwcAveragePool"), 1u);
+  EXPECT_EQ(count_op(g, "Conv") + count_op(g, "FusedConv") + count_op(g, "MaxPool") + count_op(g, "AveragePool") +
+                count_op(g, "GlobalAveragePool"),
+            0u);
+  // One Transpose into the region (x), one out of it per value read outside: the pooled
+  // average and the block output (graph outputs) and the global pool (read by Flatten). The
+  // max pool's output feeds only region nodes (a conv and the residual) and stays NHWC.
+  int to_nhwc = 0, to_nchw = 0;
+  for (const auto& n : g.nodes) {
+    if (n->op_type != "Transpose") continue;
+    const auto perm = n->attrs.at("perm").ints;
+    if (perm == std::vector<int64_t>{0, 2, 3, 1}) {
+      ++to_nhwc;
+      EXPECT_EQ(n->inputs[0]->name, "x");
+    } else {
+      EXPECT_EQ(perm, (std::vector<int64_t>{0, 3, 1, 2}));
+      ++to_nchw;
+    }
+  }
+  EXPECT_EQ(to_nhwc, 1);
+  EXPECT_EQ(to_nchw, 3);
+  // The graph's interface is unchanged; the channels-last values have permuted shapes.
+  ASSERT_EQ(g.outputs.size(), 3u);
+  for (const auto& n : g.nodes)
+    if (n->op_type == "NhwcConv") {
+      EXPECT_EQ(n->domain, "com.gearbox");
+      const Shape& s = n->outputs[0]->type.shape;
+      ASSERT_EQ(s.rank(), 4u);
+      EXPECT_EQ(s.dims[3].value, 8);  // channels last
+    }
+}
+
+TEST(LayoutNhwcPass, SameOutputsOnTheReferenceEngine) {
+  OptimizerReport rep;
+  expect_same_outputs(resnet_like, feeds(), fusion_and_layout(), 1e-5f, &rep);
+  EXPECT_EQ(rep.matches("layout_nhwc"), 6);
+}
+
+// The rewritten graph on cpu.dnnl (channels-last oneDNN kernels) against the unrewritten one
+// on cpu.ref.
+TEST(LayoutNhwcPass, SameOutputsOnOneDnn) {
+  SessionOptions ref;
+  ref.engine = std::string(kEngineRef);
+  ref.optimizer.enabled = false;
+  auto s0 = Session::create(resnet_like(), ref);
+  ASSERT_TRUE(s0.ok()) << s0.status().to_string();
+  SessionOptions fast;
+  fast.engine = "cpu.dnnl,cpu.ref";
+  fast.optimizer = fusion_and_layout("cpu.ref");  // Session::create sets engines to fast.engine
+  auto s1 = Session::create(resnet_like(), fast);
+  ASSERT_TRUE(s1.ok()) << s1.status().to_string();
+  EXPECT_EQ((*s1)->optimizer_report().matches("layout_nhwc"), 6);
+  const int64_t fallbacks = dnnl_engine::ref_fallback_count();
+  auto want = (*s0)->run(feeds());
+  auto got = (*s1)->run(feeds());
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_EQ(dnnl_engine::ref_fallback_count(), fallbacks) << "a channels-last node fell back to the reference";
+  for (size_t i = 0; i < want->size(); ++i) {
+    ASSERT_EQ((*want)[i].dims(), (*got)[i].dims());
+    for (int64_t k = 0; k < (*want)[i].numel(); ++k)
+      ASSERT_NEAR((*want)[i].data<float>()[k], (*got)[i].data<float>()[k], 1e-4) << "output " << i << " at " << k;
+  }
+}
+
+TEST(LayoutNhwcPass, OffUnlessTheEnginesPreferOneDnn) {
+  for (const std::string engines : {"cpu.ref", "cpu.ref,cpu.dnnl", "cpu.simd,cpu.ref"}) {
+    Model m = resnet_like();
+    auto rep = optimize(m, fusion_and_layout(engines));
+    ASSERT_TRUE(rep.ok());
+    EXPECT_EQ(count_op(*m.graph, "NhwcConv"), 0u) << engines;
+    EXPECT_EQ(count_op(*m.graph, "Transpose"), 0u) << engines;
+  }
+  // Switchable by name like every pass.
+  OptimizerOptions off = fusion_and_layout();
+  off.disabled_passes.push_back("layout_nhwc");
+  Model m = resnet_like();
+  ASSERT_TRUE(optimize(m, off).ok());
+  EXPECT_EQ(count_op(*m.graph, "NhwcConv"), 0u);
+}
+
+TEST(LayoutNhwcPass, LeavesLoneNodesAndUnsupportedFormsAlone) {
+  {  // one conv between non-layout ops: two Transposes would buy nothing
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {1, 3, 9, 9});
+    Value* s = b.op("Elu", {x});
+    typed(s, {1, 3, 9, 9});
+    b.output(b.op("Elu", {conv(b, s, 3, 4, 3, {1, 4, 9, 9}, 1)}));  // Elu: not absorbed by conv_fusion
+    Model m = b.take();
+    ASSERT_TRUE(optimize(m, fusion_and_layout()).ok());
+    EXPECT_EQ(count_op(*m.graph, "Conv"), 1u);
+    EXPECT_EQ(count_op(*m.graph, "Transpose"), 0u);
+  }
+  {  // MaxPool with Indices (NCHW offsets), a residual that broadcasts, a 1-D conv: all stay
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {1, 4, 9, 9});
+    Node* mp = b.node("MaxPool", {conv(b, x, 4, 4, 3, {1, 4, 9, 9}, 1)}, 2, {{"kernel_shape", attr_ints({2, 2})}});
+    typed(mp->outputs[0], {1, 4, 8, 8});
+    mp->outputs[1]->type.dtype = DType::I64;
+    Value* c = conv(b, mp->outputs[0], 4, 4, 3, {1, 4, 8, 8}, 2);
+    Value* bias = b.constant("z", random_tensor({4, 1, 1}, 3));
+    Value* add = b.op("Add", {c, bias});
+    typed(add, {1, 4, 8, 8});
+    Value* y1 = b.input("y1", DType::F32, {1, 2, 9});
+    Value* c1 = b.op("Conv", {y1, b.constant("w1", random_tensor({2, 2, 3}, 4))});
+    c1->type.dtype = DType::F32;
+    c1->type.shape = Shape::from_dims({1, 2, 7});
+    b.output(add);
+    b.output(mp->outputs[1]);
+    b.output(c1);
+    Model m = b.take();
+    ASSERT_TRUE(optimize(m, fusion_and_layout()).ok());
+    EXPECT_EQ(count_op(*m.graph, "NhwcConv") + count_op(*m.graph, "NhwcMaxPool"), 0u);
+    EXPECT_EQ(count_op(*m.graph, "Transpose"), 0u);
+  }
+}
+
+// The rewritten graph through the .gbm format (what `gearbox compile` writes), then run.
+TEST(LayoutNhwcPass, SurvivesAGbmRoundTrip) {
+  Model m = resnet_like();
+  auto rep = optimize(m, fusion_and_layout());
+  ASSERT_TRUE(rep.ok());
+  auto bytes = gbm::serialize(m, gbm::WriteOptions{});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto loaded = gbm::read_bytes(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(count_op(*loaded->graph, "NhwcConv"), 3u);
+  SessionOptions so;
+  so.engine = std::string(kEngineRef);
+  so.optimizer.enabled = false;
+  auto s0 = Session::create(resnet_like(), so);
+  auto s1 = Session::create(std::move(loaded).value(), so);
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  auto want = (*s0)->run(feeds());
+  auto got = (*s1)->run(feeds());
+  ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
+  for (size_t i = 0; i < want->size(); ++i)
+    for (int64_t k = 0; k < (*want)[i].numel(); ++k)
+      ASSERT_NEAR((*want)[i].data<float>()[k], (*got)[i].data<float>()[k], 1e-5) << "output " << i;
+}
+
+}  // namespace
+}  // namespace gearbox
