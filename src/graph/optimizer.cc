@@ -52,7 +52,7 @@ const std::vector<PassEntry>& pipeline() {
 }
 
 // True when the first engine of a comma list is cpu.dnnl; empty is the default list
-// (runtime/session.h kDefaultEngines: "cpu.dnnl,cpu.ref").
+// (runtime/session.h kDefaultEngines, which starts with cpu.dnnl).
 bool engines_prefer_dnnl(const std::string& engines) {
   if (engines.empty()) return true;
   auto names = split_list(engines);

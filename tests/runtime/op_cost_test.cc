@@ -1,0 +1,77 @@
+// FLOP counts the profiler records (runtime/op_cost.h), checked against hand-computed values
+// for the forms a convolution takes after the optimizer: plain Conv, com.gearbox.FusedConv and
+// the layout pass's channels-last com.gearbox.NhwcConv.
+#include <gtest/gtest.h>
+
+#include "graph/pass_test_util.h"
+#include "runtime/op_cost.h"
+#include "runtime/profiler.h"
+
+namespace gearbox {
+namespace {
+
+using testing::attr_ints;
+using testing::GraphBuilder;
+using testing::random_tensor;
+
+// Two 3x3 convolutions (pads 1) with a Relu between: conv_fusion makes the first a FusedConv,
+// and with cpu.dnnl first the layout pass turns both into NhwcConv.
+Model two_convs() {
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {1, 4, 9, 7});
+  auto conv = [&](Value* in, int64_t c, int64_t m, uint32_t seed) {
+    Value* y = b.op("Conv", {in, b.constant("w" + std::to_string(seed), random_tensor({m, c, 3, 3}, seed))},
+                    {{"pads", attr_ints({1, 1, 1, 1})}});
+    y->type.dtype = DType::F32;
+    y->type.shape = Shape::from_dims({1, m, 9, 7});
+    return y;
+  };
+  Value* r = b.op("Relu", {conv(x, 4, 6, 1)});
+  r->type.dtype = DType::F32;
+  r->type.shape = Shape::from_dims({1, 6, 9, 7});
+  b.output(conv(r, 6, 5, 2));
+  return b.take();
+}
+
+// 2 * output elements * (input channels * kernel area) for each conv.
+constexpr double kFirstConvFlops = 2.0 * (6 * 9 * 7) * (4 * 3 * 3);
+constexpr double kSecondConvFlops = 2.0 * (5 * 9 * 7) * (6 * 3 * 3);
+
+void expect_conv_flops(const std::string& engines, const std::vector<std::string>& want_ops) {
+  SessionOptions o;
+  o.engine = engines;
+  o.optimizer.use_env = false;
+  auto s = Session::create(two_convs(), o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Profiler prof;
+  auto r = (*s)->run({{"x", random_tensor({1, 4, 9, 7}, 3)}}, &prof);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::vector<double> flops;
+  std::vector<std::string> ops;
+  for (const OpRecord& rec : prof.ops())
+    if (op_kind(rec.op_type) == OpKind::Conv) {
+      ops.push_back(rec.op_type);
+      flops.push_back(rec.flops);
+    }
+  ASSERT_EQ(ops, want_ops) << engines;
+  EXPECT_DOUBLE_EQ(flops[0], kFirstConvFlops) << engines;
+  EXPECT_DOUBLE_EQ(flops[1], kSecondConvFlops) << engines;
+}
+
+TEST(OpCost, ConvFlopsInEveryFormTheOptimizerLeaves) {
+  // cpu.ref: no layout pass; the first conv takes the Relu (FusedConv), the second stays Conv.
+  expect_conv_flops("cpu.ref", {"com.gearbox.FusedConv", "Conv"});
+  // cpu.dnnl first: the layout pass rewrites the region to channels-last.
+  expect_conv_flops("cpu.dnnl,cpu.ref", {"com.gearbox.NhwcConv", "com.gearbox.NhwcConv"});
+}
+
+TEST(OpCost, OpKindIgnoresTheDomain) {
+  EXPECT_EQ(op_kind("Conv"), OpKind::Conv);
+  EXPECT_EQ(op_kind("com.gearbox.NhwcConv"), OpKind::Conv);
+  EXPECT_EQ(op_kind("com.gearbox.FusedGemm"), OpKind::Gemm);
+  EXPECT_EQ(op_kind("Transpose"), OpKind::DataMovement);
+  EXPECT_EQ(op_kind("Relu"), OpKind::Other);
+}
+
+}  // namespace
+}  // namespace gearbox
