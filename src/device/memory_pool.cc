@@ -18,14 +18,7 @@
 // use after free of pool memory is reported like one of heap memory. Only blocks that were
 // handed out are ever poisoned: poisoning the whole reserved region up front would commit
 // shadow memory for all of it.
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define GBX_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define GBX_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define GBX_POISON(p, n) ((void)(p), (void)(n))
-#define GBX_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "base/asan_poison.h"
 
 namespace gearbox::device {
 

@@ -17,14 +17,7 @@
 // Idle blocks are poisoned under AddressSanitizer, so a kernel that keeps using a buffer after
 // its tensor died is still caught even though the memory was not returned to the device pool
 // (which poisons the blocks it gets back itself).
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define GBX_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define GBX_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define GBX_POISON(p, n) ((void)(p), (void)(n))
-#define GBX_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#include "base/asan_poison.h"
 
 namespace gearbox {
 namespace {

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/reference_fallback.h"
+
 namespace gearbox::dnnl_engine {
 namespace {
 
@@ -173,12 +175,7 @@ bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string
 
 Status run_ref(KernelContext& ctx) {
   ++g_fallbacks;
-  DType dt = ctx.has_input(0) && ctx.input_value(0).is_tensor() ? ctx.input(0).dtype() : DType::Undefined;
-  const KernelDef* def =
-      KernelRegistry::global().find(ctx.op().domain, ctx.op().op_type, ctx.opset(), kEngineRef, dt);
-  if (!def)
-    return ctx.error(ErrorCode::OP_UNSUPPORTED, "no reference kernel to fall back to for dtype ", dtype_name(dt));
-  return def->fn(ctx);
+  return run_reference_fallback(ctx);
 }
 
 }  // namespace gearbox::dnnl_engine

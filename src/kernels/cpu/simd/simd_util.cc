@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "kernels/reference_fallback.h"
+
 namespace gearbox::simd {
 namespace {
 std::atomic<int64_t> g_fallbacks{0};
@@ -9,12 +11,7 @@ std::atomic<int64_t> g_fallbacks{0};
 
 Status run_ref(KernelContext& ctx) {
   ++g_fallbacks;
-  DType dt = ctx.has_input(0) && ctx.input_value(0).is_tensor() ? ctx.input(0).dtype() : DType::Undefined;
-  const KernelDef* def =
-      KernelRegistry::global().find(ctx.op().domain, ctx.op().op_type, ctx.opset(), kEngineRef, dt);
-  if (!def)
-    return ctx.error(ErrorCode::OP_UNSUPPORTED, "no reference kernel to fall back to for dtype ", dtype_name(dt));
-  return def->fn(ctx);
+  return run_reference_fallback(ctx);
 }
 
 int64_t ref_fallback_count() { return g_fallbacks.load(); }
