@@ -17,6 +17,7 @@
 
 #include "base/npy.h"
 #include "tools/commands.h"
+#include "tools/latency_stats.h"
 #include "tools/model_inputs.h"
 
 namespace gearbox::cli {
@@ -37,26 +38,6 @@ struct BenchOptions {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-struct Stats {
-  double min = 0, median = 0, mean = 0, p90 = 0, max = 0;
-};
-
-Stats summarize(std::vector<double> ms) {
-  Stats s;
-  if (ms.empty()) return s;
-  std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  s.min = ms.front();
-  s.max = ms.back();
-  s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  double sum = 0;
-  for (double v : ms) sum += v;
-  s.mean = sum / static_cast<double>(n);
-  // Nearest rank on the sorted samples (same convention as `gearbox run`).
-  s.p90 = ms[std::min(n - 1, static_cast<size_t>(0.9 * static_cast<double>(n - 1) + 0.5))];
-  return s;
-}
 
 // "NAME:1,3,224,224" -> (NAME, dims). A scalar is "NAME:" (no dims).
 Result<std::pair<std::string, Dims>> parse_shape(const std::string& spec) {
@@ -126,7 +107,7 @@ Status write_outputs(const Session& session, const std::vector<Tensor>& outputs,
   return Status::OK();
 }
 
-nlohmann::json stats_json(const Stats& s) {
+nlohmann::json stats_json(const LatencyStats& s) {
   return {{"min", s.min}, {"median", s.median}, {"mean", s.mean}, {"p90", s.p90}, {"max", s.max}};
 }
 
@@ -195,7 +176,7 @@ int bench(const BenchOptions& o) {
     if (!r.ok()) return report(r.status());
     if (i >= o.warmup) times.push_back(ms);
   }
-  const Stats lat = summarize(times);
+  const LatencyStats lat = summarize_latency(times);
   if (o.json) {
     nlohmann::json outputs = nlohmann::json::array();
     for (size_t i = 0; i < first->size(); ++i)

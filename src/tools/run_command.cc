@@ -11,6 +11,7 @@
 
 #include "base/npy.h"
 #include "tools/commands.h"
+#include "tools/latency_stats.h"
 #include "tools/model_inputs.h"
 #include "tools/profile_dump.h"
 
@@ -30,25 +31,6 @@ struct RunOptions {
   std::string fusion_switch;                // --fusion-switch FILE.json
   DumpOptions dump;                         // --dump-tensors, --dump-dir
 };
-
-struct LatencyStats {
-  double min = 0, median = 0, mean = 0, p90 = 0, max = 0;
-};
-
-LatencyStats summarize(std::vector<double> ms) {
-  LatencyStats s;
-  if (ms.empty()) return s;
-  std::sort(ms.begin(), ms.end());
-  s.min = ms.front();
-  s.max = ms.back();
-  size_t n = ms.size();
-  s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-  double sum = 0;
-  for (double v : ms) sum += v;
-  s.mean = sum / static_cast<double>(n);
-  s.p90 = ms[std::min(n - 1, static_cast<size_t>(0.9 * static_cast<double>(n - 1) + 0.5))];
-  return s;
-}
 
 // A short preview of a tensor's first values, for the human-readable report.
 std::string preview(const Tensor& t) {
@@ -117,7 +99,7 @@ int run(const RunOptions& o) {
     }
     out_list.push_back(entry);
   }
-  LatencyStats lat = summarize(times);
+  LatencyStats lat = summarize_latency(times);
   const int threads = omp_get_max_threads();
   if (o.json) {
     nlohmann::json j{{"model", o.model},
