@@ -48,6 +48,9 @@ struct Node {
   std::vector<Value*> inputs;   // nullptr marks an omitted optional input
   std::vector<Value*> outputs;  // nullptr marks an omitted optional output
   AttributeMap attrs;
+  // The engine the partitioner chose for this node ("cpu.dnnl"); empty before partitioning.
+  // Recorded in the .gbm so a loaded model runs on the engines it was compiled for.
+  std::string engine;
   // "Conv" or "com.microsoft.Gelu": for messages.
   std::string qualified_op() const { return domain.empty() ? op_type : domain + "." + op_type; }
 };
