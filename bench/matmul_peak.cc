@@ -1,63 +1,98 @@
-// Matmul micro-benchmark: the cpu.dnnl MatMul kernel (oneDNN sgemm) on N x N x N float32
-// products, against the fp32 peak the device calibration measures in the same run.
+// Matmul micro-benchmark: the cpu.dnnl MatMul kernel (oneDNN) and the cpu.simd MatMul
+// kernel (the engine's own GEMM, kernels/cpu/simd/gemm*.cc) side by side, against the fp32
+// peak the device calibration measures in the same run.
 //
-//   ninja -C build gearbox_bench_matmul && build/gearbox_bench_matmul [--threads T] [--runs R]
+//   ninja -C build gearbox_bench_matmul && build/bench/gearbox_bench_matmul [--threads T] [--runs R] [--json]
+//                                                                          [--cpu-time]
 //
-// Prints, per size: the median time of R runs (after one warm-up), GFLOP/s (2 N^3 / t) and
-// the ratio to the measured fp32 peak. Threads: OpenMP's (OMP_NUM_THREADS), as oneDNN uses.
+// Shapes: 1024^3 and 2048^3 with a run-time B (packed per call by both engines), and
+// BERT-base's linear layers (M = 128 tokens) with a constant B (an initializer: both engines
+// pack it once and cache it). The two engines alternate sample by sample, so load from
+// other processes hits both alike; each sample times enough calls to last ~10 ms. Prints,
+// per shape and engine, the median sample's GFLOP/s (2 M K N / t) and its ratio to the
+// measured peak, the simd/dnnl speed ratio, and the largest difference between the two
+// engines' outputs. --json prints the same as one JSON object. --cpu-time times with the
+// process's CPU time instead of wall time: with --threads 1 on a loaded machine that is the
+// kernel's own speed, unaffected by time the scheduler gives other processes (with more
+// threads it also counts OpenMP's spin-waiting, so it is not meaningful there).
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "device/device.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/cpu/simd/simd_util.h"
 #include "kernels/kernel.h"
 
 using namespace gearbox;
 
 namespace {
 
-double run_once(const KernelDef& def, const Tensor& a, const Tensor& b) {
+struct Case {
+  const char* name;
+  int64_t m, k, n;
+  bool constant_b;
+};
+
+Tensor run_once(const KernelDef& def, const Tensor& a, const Tensor& b, bool constant_b) {
   RuntimeValue va(a), vb(b);
   std::vector<RuntimeValue> outs(1);
   AttributeMap attrs;
   OpInfo info{"bench", "MatMul", "", 13, &attrs};
   KernelContext ctx(info, {&va, &vb}, &outs, {true});
-  const auto t0 = std::chrono::steady_clock::now();
+  ctx.set_constant_inputs({false, constant_b});
   Status st = def.fn(ctx);
-  const auto t1 = std::chrono::steady_clock::now();
   if (!st.ok()) {
     std::fprintf(stderr, "MatMul failed: %s\n", st.to_string().c_str());
     std::exit(1);
   }
-  return std::chrono::duration<double>(t1 - t0).count();
+  return outs[0].tensor();
 }
 
-Tensor random_matrix(int64_t n, uint32_t seed) {
-  Tensor t(DType::F32, {n, n});
+Tensor random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
+  Tensor t(DType::F32, {rows, cols});
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(-1.f, 1.f);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(g);
   return t;
 }
 
+double now(bool cpu_time) {
+  if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 7;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--threads") == 0) omp_set_num_threads(std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
+  int runs = 9;
+  bool json = false, cpu_time = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) json = true;
+    if (std::strcmp(argv[i], "--cpu-time") == 0) cpu_time = true;
+    if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) omp_set_num_threads(std::atoi(argv[i + 1]));
+    if (i + 1 < argc && std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
   }
-  const KernelDef* def = KernelRegistry::global().find("", "MatMul", 13, kEngineDnnl, DType::F32);
-  if (!def) {
-    std::fprintf(stderr, "no cpu.dnnl MatMul kernel\n");
+  const KernelDef* defs[2] = {KernelRegistry::global().find("", "MatMul", 13, kEngineDnnl, DType::F32),
+                              KernelRegistry::global().find("", "MatMul", 13, kEngineSimd, DType::F32)};
+  if (!defs[0] || !defs[1]) {
+    std::fprintf(stderr, "missing a cpu.dnnl or cpu.simd MatMul kernel\n");
     return 1;
   }
   auto dev = device::get_device(device::DeviceKind::CPU, 0);
@@ -71,18 +106,56 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double peak = *peaks.value().fp32_gflops;
-  std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (%d calibration threads)\n", omp_get_max_threads(), peak,
-              peaks.value().threads);
-  std::printf("%-8s %12s %12s %10s\n", "N", "median ms", "GFLOP/s", "of peak");
-  for (int64_t n : {1024, 2048}) {
-    const Tensor a = random_matrix(n, 1), b = random_matrix(n, 2);
-    run_once(*def, a, b);  // warm-up: primitive creation, page faults
-    std::vector<double> t;
-    for (int r = 0; r < runs; ++r) t.push_back(run_once(*def, a, b));
-    std::sort(t.begin(), t.end());
-    const double med = t[t.size() / 2];
-    const double gflops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / med / 1e9;
-    std::printf("%-8lld %12.2f %12.1f %9.1f%%\n", static_cast<long long>(n), med * 1e3, gflops, 100.0 * gflops / peak);
+  if (!json) {
+    std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (%d calibration threads), simd dispatch %s\n",
+                omp_get_max_threads(), peak, peaks.value().threads, simd::dispatch_target_name());
+    std::printf("%-22s %6s | %9s %8s | %9s %8s | %9s %10s\n", "shape (M x K x N)", "B", "dnnl GF/s", "of peak",
+                "simd GF/s", "of peak", "simd/dnnl", "max |diff|");
   }
+  const Case shapes[] = {
+      {"1024^3", 1024, 1024, 1024, false},         {"2048^3", 2048, 2048, 2048, false},
+      {"bert 128x768x768", 128, 768, 768, true},   {"bert 128x768x2304", 128, 768, 2304, true},
+      {"bert 128x768x3072", 128, 768, 3072, true}, {"bert 128x3072x768", 128, 3072, 768, true},
+  };
+  std::string out = "{\"threads\": " + std::to_string(omp_get_max_threads()) +
+                    ", \"peak_gflops\": " + std::to_string(peak) + ", \"shapes\": [";
+  bool first = true;
+  for (const Case& s : shapes) {
+    const Tensor a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
+    // Calls per sample: about 10 ms at ~200 GFLOP/s.
+    const int reps = std::max(1, static_cast<int>(2e9 / flops));
+    // Warm-up (primitive creation, packing of a constant B, page faults), and the outputs.
+    const Tensor y0 = run_once(*defs[0], a, b, s.constant_b), y1 = run_once(*defs[1], a, b, s.constant_b);
+    double diff = 0;
+    for (int64_t i = 0; i < y0.numel(); ++i)
+      diff = std::max(diff, static_cast<double>(std::fabs(y0.data<float>()[i] - y1.data<float>()[i])));
+    std::vector<double> t[2];
+    for (int r = 0; r < runs; ++r) {
+      for (int e = 0; e < 2; ++e) {
+        const double t0 = now(cpu_time);
+        for (int i = 0; i < reps; ++i) run_once(*defs[e], a, b, s.constant_b);
+        t[e].push_back((now(cpu_time) - t0) / reps);
+      }
+    }
+    const double gf[2] = {flops / median(t[0]) / 1e9, flops / median(t[1]) / 1e9};
+    if (json) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"shape\": \"%s\", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"constant_b\": %s, "
+                    "\"dnnl_gflops\": %.1f, \"simd_gflops\": %.1f, \"dnnl_of_peak\": %.3f, \"simd_of_peak\": %.3f, "
+                    "\"max_abs_diff\": %.3g}",
+                    first ? "" : ", ", s.name, static_cast<long long>(s.m), static_cast<long long>(s.k),
+                    static_cast<long long>(s.n), s.constant_b ? "true" : "false", gf[0], gf[1], gf[0] / peak,
+                    gf[1] / peak, diff);
+      out += buf;
+      first = false;
+    } else {
+      std::printf("%-22s %6s | %9.1f %7.1f%% | %9.1f %7.1f%% | %9.2f %10.2g\n", s.name,
+                  s.constant_b ? "const" : "run", gf[0], 100.0 * gf[0] / peak, gf[1], 100.0 * gf[1] / peak,
+                  gf[1] / gf[0], diff);
+    }
+  }
+  if (json) std::printf("%s]}\n", out.c_str());
   return 0;
 }

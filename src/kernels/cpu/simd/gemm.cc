@@ -1,0 +1,330 @@
+// MatMul (ai.onnx 1-17), Gemm (7-17), com.gearbox.FusedMatMul and com.gearbox.FusedGemm on
+// the cpu.simd engine's own fp32 GEMM (gemm.h, gemm_core.cc).
+//
+// MatMul/FusedMatMul: float32, both inputs of rank >= 2, batch dims broadcast numpy-style.
+// When B has no batch (all its batch dims are 1, a linear layer's weights) A's batch dims
+// fold into M: one product of (batch x M) rows. Otherwise each output batch is its own
+// product, A and B batches picked with stride 0 on broadcast dims. FusedMatMul's bias is
+// fused into the epilogue when it broadcasts along rows (shape [..1.., N] or [..1.., 1],
+// rank <= the output's); other bias shapes run the reference.
+// Gemm/FusedGemm: float32 2-D A and B, transA/transB read through strides while packing,
+// alpha and beta * C (C broadcast unidirectionally to (M, N)) in the epilogue.
+// Any other configuration (other dtypes, 1-D operands, empty tensors, shapes the reference
+// rejects, an activation this file does not know) runs the cpu.ref kernel of the same op.
+//
+// B is packed into NR-wide panels: once for a constant B (KernelContext::input_is_constant,
+// an initializer), cached keyed by (data pointer, dims, layout) with a shallow copy of the
+// source tensor so its buffer cannot be freed and reused while the entry exists (the same
+// contract as the cpu.dnnl weight cache, dnnl_util.h); per call, uncached, for a B computed
+// at run time. Work is split over (batch, M block, group of B panels) items with OpenMP;
+// with M = 128 (BERT) the two threads take halves of N.
+#include <omp.h>
+
+#include <atomic>
+#include <list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <hwy/aligned_allocator.h>
+
+#include "kernels/cpu/simd/gemm.h"
+#include "kernels/cpu/simd/simd_util.h"
+
+namespace gearbox::simd::gemm {
+namespace {
+
+std::atomic<int64_t> g_packs{0};
+
+struct PackedB {
+  Tensor source;  // keeps the constant's buffer (and so the cache key's address) alive
+  hwy::AlignedFreeUniquePtr<float[]> data;
+  int64_t batch_floats = 0;  // floats per packed B batch
+};
+
+// LRU of constant packed B; thread-safe.
+class PackedCache {
+ public:
+  static constexpr size_t kCapacity = 256;
+  std::shared_ptr<const PackedB> get(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void put(const std::string& key, std::shared_ptr<const PackedB> v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = map_.find(key); it != map_.end()) {
+      order_.erase(it->second);
+      map_.erase(it);
+    }
+    order_.emplace_front(key, std::move(v));
+    map_[key] = order_.begin();
+    while (map_.size() > kCapacity) {
+      map_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return map_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const PackedB>>> order_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<const PackedB>>>::iterator> map_;
+};
+
+PackedCache& cache() {
+  static PackedCache* c = new PackedCache();  // never destroyed: kernels may run during exit
+  return *c;
+}
+
+// B batches b + i * batch_stride (i < nb), each k x n with B(kk, j) = [kk * rs + j * cs].
+std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_stride, int64_t rs, int64_t cs,
+                                    int64_t k, int64_t n, bool constant) {
+  const int64_t nr = blocking().nr;
+  std::string key;
+  if (constant) {
+    // (std::string::append: GCC 12's -Wrestrict misfires on chains of operator+.)
+    key.append(std::to_string(reinterpret_cast<uintptr_t>(b.raw()))).append("|");
+    for (int64_t d : b.dims()) key.append(std::to_string(d)).append(",");
+    for (int64_t v : {rs, cs, nr}) key.append("|").append(std::to_string(v));
+    if (auto v = cache().get(key)) return v;
+  }
+  auto e = std::make_shared<PackedB>();
+  e->batch_floats = packed_b_floats(k, n, nr);
+  e->data = hwy::AllocateAligned<float>(static_cast<size_t>(e->batch_floats * nb));
+  const float* src = b.data<float>();
+  float* dst = e->data.get();
+  const int64_t panels = (n + nr - 1) / nr;
+#pragma omp parallel for schedule(static) if (nb * k * n > (1 << 16))
+  for (int64_t t = 0; t < nb * panels; ++t) {
+    const int64_t i = t / panels, q = t % panels;
+    pack_b(src + i * batch_stride + q * nr * cs, rs, cs, k, std::min(nr, n - q * nr), nr,
+           dst + i * e->batch_floats + q * nr * k);
+  }
+  ++g_packs;
+  if (constant) {
+    e->source = b;
+    cache().put(key, e);
+  }
+  return e;
+}
+
+float* thread_apack() {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  if (!buf) buf = hwy::AllocateAligned<float>(static_cast<size_t>(a_pack_floats()));
+  return buf.get();
+}
+
+// At most this many B panels per work item: the item's B block (kKc x 8 NR floats, 384 KiB
+// on AVX-512) stays in L2 while its A block is reused over it.
+constexpr int64_t kMaxPanels = 8;
+
+// Runs equally shaped products (one per output batch) over the OpenMP team.
+void run(const std::vector<Problem>& probs) {
+  const Blocking bl = blocking();
+  const Problem& f = probs[0];
+  const int64_t np = (f.n + bl.nr - 1) / bl.nr;
+  // M blocks of at most kMcRows rows (a multiple of mr), evenly sized.
+  const int64_t nmb0 = (f.m + kMcRows - 1) / kMcRows;
+  const int64_t mc = ((f.m + nmb0 - 1) / nmb0 + bl.mr - 1) / bl.mr * bl.mr;
+  const int64_t nmb = (f.m + mc - 1) / mc;
+  const int64_t outer = static_cast<int64_t>(probs.size()) * nmb;
+  const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // Enough items for every thread: split N when there are fewer (batch, M block) pairs.
+  const int64_t nsplit = std::max<int64_t>(1, (threads + outer - 1) / outer);
+  const int64_t chunk = std::min(kMaxPanels, std::max<int64_t>(1, (np + nsplit - 1) / nsplit));
+  const int64_t nch = (np + chunk - 1) / chunk;
+  const int64_t items = outer * nch;
+  const double flops = 2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) *
+                       static_cast<double>(probs.size());
+#pragma omp parallel if (items > 1 && flops > 1e6)
+  {
+    float* apack = thread_apack();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t c = it % nch, rest = it / nch, mb = rest % nmb, b = rest / nmb;
+      compute_block(probs[static_cast<size_t>(b)], mb * mc, std::min(f.m, mb * mc + mc), c * chunk,
+                    std::min(np, c * chunk + chunk), apack);
+    }
+  }
+}
+
+// The node's fused activation (kernels/cpu/ref/fused_util.h); false for an unknown name.
+bool parse_activation(const KernelContext& ctx, Problem& p) {
+  const std::string act = ctx.attr_string("activation", "");
+  const std::vector<float> params = ctx.attr_floats("activation_params");
+  auto param = [&](size_t i, float def) { return i < params.size() ? params[i] : def; };
+  if (act.empty()) p.act = Act::None;
+  else if (act == "Relu") p.act = Act::Relu;
+  else if (act == "Sigmoid") p.act = Act::Sigmoid;
+  else if (act == "Tanh") p.act = Act::Tanh;
+  else if (act == "HardSwish") p.act = Act::HardSwish;
+  else if (act == "Silu") p.act = Act::Silu;
+  else if (act == "Gelu") p.act = Act::Gelu;
+  else if (act == "GeluTanh") p.act = Act::GeluTanh;
+  else if (act == "LeakyRelu") {
+    p.act = Act::LeakyRelu;
+    p.p0 = param(0, 0.01f);
+  } else if (act == "HardSigmoid") {
+    p.act = Act::HardSigmoid;
+    p.p0 = param(0, 0.2f);
+    p.p1 = param(1, 0.5f);
+  } else if (act == "Clip") {
+    p.act = Act::Clip;
+    p.p0 = param(0, -3.4028234e38f);
+    p.p1 = param(1, 3.4028234e38f);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool both_tensors(const KernelContext& ctx) {
+  return ctx.has_input(0) && ctx.has_input(1) && ctx.input_value(0).is_tensor() && ctx.input_value(1).is_tensor();
+}
+
+Status matmul_impl(KernelContext& ctx, bool fused) {
+  if (!both_tensors(ctx)) return run_ref(ctx);
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
+      b.numel() == 0)
+    return run_ref(ctx);
+  const size_t r = std::max(a.rank(), b.rank());
+  Dims ad(r - a.rank(), 1), bd(r - b.rank(), 1);
+  ad.insert(ad.end(), a.dims().begin(), a.dims().end());
+  bd.insert(bd.end(), b.dims().begin(), b.dims().end());
+  if (ad[r - 1] != bd[r - 2]) return run_ref(ctx);  // the reference reports the mismatch
+  Dims cd(r);
+  int64_t na = 1, nb = 1, nc = 1;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return run_ref(ctx);
+    cd[i] = std::max(ad[i], bd[i]);
+    na *= ad[i];
+    nb *= bd[i];
+    nc *= cd[i];
+  }
+  const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
+  cd[r - 2] = m;
+  cd[r - 1] = n;
+  Problem p;
+  p.k = k;
+  p.n = n;
+  p.ldy = n;
+  if (fused) {
+    if (ctx.has_input(2)) {
+      if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+      const Tensor& bias = ctx.input(2);
+      if (bias.dtype() != DType::F32 || bias.rank() > r || bias.numel() == 0) return run_ref(ctx);
+      for (size_t i = 0; i + 1 < bias.rank(); ++i)
+        if (bias.dim(i) != 1) return run_ref(ctx);
+      const int64_t bn = bias.rank() == 0 ? 1 : bias.dims().back();
+      if (bn != n && bn != 1) return run_ref(ctx);
+      p.c = bias.data<float>();
+      p.c_rs = 0;
+      p.c_cs = bn == 1 ? 0 : 1;
+    }
+    if (!parse_activation(ctx, p)) return run_ref(ctx);
+  }
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
+  const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1));
+  std::vector<Problem> probs;
+  if (nb == 1) {
+    // Weights without batch: A's batch dims fold into M (A and Y are contiguous row-major).
+    p.a = a.data<float>();
+    p.a_rs = k;
+    p.m = na * m;
+    p.bp = packed->data.get();
+    p.y = y.data<float>();
+    probs.push_back(p);
+  } else {
+    p.a_rs = k;
+    p.m = m;
+    probs.reserve(static_cast<size_t>(nc));
+    for (int64_t t = 0; t < nc; ++t) {
+      // Output batch t -> A and B batches (stride 0 on broadcast dims).
+      int64_t rem = t, ai = 0, bi = 0, astr = 1, bstr = 1;
+      for (size_t i = r - 2; i-- > 0;) {
+        const int64_t idx = rem % cd[i];
+        rem /= cd[i];
+        if (ad[i] != 1) ai += idx * astr;
+        if (bd[i] != 1) bi += idx * bstr;
+        astr *= ad[i];
+        bstr *= bd[i];
+      }
+      p.a = a.data<float>() + ai * m * k;
+      p.bp = packed->data.get() + bi * packed->batch_floats;
+      p.y = y.data<float>() + t * m * n;
+      probs.push_back(p);
+    }
+  }
+  run(probs);
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+Status gemm_impl(KernelContext& ctx, bool fused) {
+  if (!both_tensors(ctx)) return run_ref(ctx);
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 || a.numel() == 0 ||
+      b.numel() == 0)
+    return run_ref(ctx);
+  const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
+  Problem p;
+  p.alpha = ctx.attr_float("alpha", 1.f);
+  p.beta = ctx.attr_float("beta", 1.f);
+  p.m = ta ? a.dim(1) : a.dim(0);
+  p.k = ta ? a.dim(0) : a.dim(1);
+  const int64_t kb = tb ? b.dim(1) : b.dim(0);
+  p.n = tb ? b.dim(0) : b.dim(1);
+  if (p.k != kb) return run_ref(ctx);
+  if (ctx.has_input(2) && p.beta != 0.f) {
+    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+    const Tensor& c = ctx.input(2);
+    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
+    const Dims& d = c.dims();
+    if (c.dtype() != DType::F32 || d.size() > 2 || c.numel() == 0) return run_ref(ctx);
+    const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
+    if ((cm != p.m && cm != 1) || (cn != p.n && cn != 1)) return run_ref(ctx);
+    p.c = c.data<float>();
+    p.c_rs = cm == 1 ? 0 : cn;
+    p.c_cs = cn == 1 ? 0 : 1;
+  }
+  if (fused && !parse_activation(ctx, p)) return run_ref(ctx);
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {p.m, p.n}));
+  // A(i, kk): a[i][kk], or a[kk][i] transposed; B(kk, j): b[kk][j], or b[j][kk].
+  p.a = a.data<float>();
+  p.a_rs = ta ? 1 : p.k;
+  p.a_cs = ta ? p.m : 1;
+  const auto packed = pack(b, 1, 0, tb ? 1 : p.n, tb ? p.k : 1, p.k, p.n, ctx.input_is_constant(1));
+  p.bp = packed->data.get();
+  p.y = y.data<float>();
+  p.ldy = p.n;
+  run({p});
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
+Status matmul(KernelContext& ctx) { return matmul_impl(ctx, false); }
+Status fused_matmul(KernelContext& ctx) { return matmul_impl(ctx, true); }
+Status gemm_op(KernelContext& ctx) { return gemm_impl(ctx, false); }
+Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
+
+}  // namespace
+
+int64_t pack_count() { return g_packs.load(); }
+size_t packed_cache_size() { return cache().size(); }
+
+GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineSimd, {DType::F32}, matmul});
+GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineSimd, {DType::F32}, gemm_op});
+GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
+GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineSimd, {DType::F32}, fused_gemm});
+
+}  // namespace gearbox::simd::gemm

@@ -1,0 +1,65 @@
+// The fp32 GEMM of the cpu.simd engine (BLIS/MLAS-style): B packed into NR-wide column
+// panels (once for constant weights, cached; per call otherwise), A packed per thread into
+// MR-row panels per K block, an MR x NR register-blocked micro-kernel (broadcast A, FMA
+// with NR / lanes vectors of B), and an epilogue (alpha, beta * C or a bias with
+// broadcasting, the fused activation) applied to each finished output tile while it is in
+// L1. The vector code (gemm_core.cc) is compiled per instruction set and picked at run
+// time; the OpenMP split over output blocks lives in gemm.cc (baseline code, see
+// simd_util.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "base/tensor.h"
+
+namespace gearbox::simd::gemm {
+
+// The register blocking of the dispatched target: MR rows x NR columns (NR a multiple of
+// the vector length); the packed B layout depends on NR.
+struct Blocking {
+  int64_t mr, nr;
+};
+Blocking blocking();
+
+// Packed B: ceil(n / nr) panels of k x nr floats each (panel p holds columns
+// [p nr, p nr + nr), row kk at offset p k nr + kk nr), zero padded past column n.
+inline int64_t packed_b_floats(int64_t k, int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr * k; }
+// B(kk, j) = b[kk * rs + j * cs] (transB: rs = 1, cs = k).
+void pack_b(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out);
+
+// The fused activation of FusedMatMul/FusedGemm (kernels/cpu/ref/fused_util.h names).
+enum class Act : int { None, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Silu, Gelu, GeluTanh };
+
+// Y = act(alpha * A B + beta * C), for one matrix product.
+// A(i, kk) = a[i * a_rs + kk * a_cs]; C(i, j) = c[i * c_rs + j * c_cs] (strides 0 broadcast;
+// c null: no C term); Y row-major with leading dimension ldy.
+struct Problem {
+  const float* a = nullptr;
+  int64_t a_rs = 0, a_cs = 1;
+  const float* bp = nullptr;  // packed B (pack_b with this target's nr)
+  float* y = nullptr;
+  int64_t ldy = 0;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.f, beta = 1.f;
+  const float* c = nullptr;
+  int64_t c_rs = 0, c_cs = 0;
+  Act act = Act::None;
+  float p0 = 0.f, p1 = 0.f;  // activation parameters (LeakyRelu/HardSigmoid alpha, beta; Clip min, max)
+};
+
+// K blocking and the M block one work item covers.
+inline constexpr int64_t kKc = 256;
+inline constexpr int64_t kMcRows = 128;
+// Floats of the per-thread A packing buffer compute_block needs.
+int64_t a_pack_floats();
+// Rows [m0, m1) and B panels [p0, p1) of the problem (m0 a multiple of mr); `apack` holds
+// a_pack_floats() floats, private to the calling thread.
+void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack);
+
+// B packings performed (constant and run-time B) and the constant packed B held in the
+// cache (for tests; gemm.cc).
+int64_t pack_count();
+size_t packed_cache_size();
+
+}  // namespace gearbox::simd::gemm

@@ -1,0 +1,267 @@
+// The vector code of the cpu.simd GEMM (gemm.h): B panel packing, the register-blocked
+// micro-kernel and the per-tile epilogue, compiled per instruction set by Highway's
+// foreach_target and picked at run time.
+//
+// Micro-kernel: MR rows x NR = 3 vectors of columns; per k step it loads 3 vectors of the
+// packed B panel, broadcasts MR packed A values and issues 3 MR FMAs into 3 MR accumulators
+// that stay in registers for the whole K block (AVX-512: 8 x 48, 24 accumulators of 32
+// registers; AVX2: 4 x 24, 12 of 16). Three vectors wide rather than two keeps the loads
+// per FMA low ((3 + MR) / 3 MR) with a short MR, which suits BERT's 128-row products.
+// Rows past the block's end use a kernel instantiated for fewer rows; columns past N run
+// through a zero-padded NR-wide tile buffer.
+
+// Only the targets worth dispatching to on x86-64: AVX-512, AVX2 and the baseline.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4 | HWY_AVX3_DL)
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/simd/gemm_core.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "kernels/cpu/simd/gemm.h"
+#include "kernels/cpu/simd/simd_math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gearbox::simd::gemm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using gearbox::simd::HWY_NAMESPACE::ErfRational;
+using gearbox::simd::HWY_NAMESPACE::LoadN;
+using gearbox::simd::HWY_NAMESPACE::StoreN;
+using gearbox::simd::HWY_NAMESPACE::TanhRational;
+
+using D = hn::ScalableTag<float>;
+using V = hn::Vec<D>;
+constexpr int64_t kL = static_cast<int64_t>(hn::MaxLanes(D()));
+constexpr int64_t kNV = 3;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int64_t kMR = 8;  // 32 vector registers
+#else
+constexpr int64_t kMR = 4;  // 16 vector registers
+#endif
+constexpr int64_t kNR = kNV * kL;
+
+Blocking GetBlocking() { return Blocking{kMR, kNR}; }
+int64_t APackFloats() { return (kMcRows + kMR - 1) / kMR * kMR * (kKc + 16); }
+
+void PackB(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out) {
+  for (int64_t j0 = 0; j0 < n; j0 += nr) {
+    const int64_t cols = std::min(nr, n - j0);
+    float* o = out + j0 * k;  // panel j0 / nr starts at (j0 / nr) * k * nr
+    for (int64_t kk = 0; kk < k; ++kk, o += nr) {
+      const float* src = b + kk * rs + j0 * cs;
+      if (cs == 1) {
+        std::memcpy(o, src, static_cast<size_t>(cols) * sizeof(float));
+      } else {
+        for (int64_t j = 0; j < cols; ++j) o[j] = src[j * cs];
+      }
+      for (int64_t j = cols; j < nr; ++j) o[j] = 0.f;
+    }
+  }
+}
+
+// acc[r] += A rows x B panel over kc steps; then C rows (+)= acc. A(r, kk) is
+// ap[r * lda + kk] when kDirect (a row-major A read in place: R row streams, each value
+// broadcast straight from memory) or else ap[kk * kMR + r] (a packed panel); bp: kc x kNR,
+// aligned.
+template <int R, bool kDirect>
+HWY_INLINE void Micro(const float* HWY_RESTRICT ap, int64_t lda, const float* HWY_RESTRICT bp, int64_t kc,
+                      float* c, int64_t ldc, bool load_c) {
+  const D d;
+  V a0[R], a1[R], a2[R];
+  const float* HWY_RESTRICT rowp[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    a0[r] = a1[r] = a2[r] = hn::Zero(d);
+    rowp[r] = ap + r * lda;
+  }
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const V b0 = hn::Load(d, bp), b1 = hn::Load(d, bp + kL), b2 = hn::Load(d, bp + 2 * kL);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V av = hn::Set(d, kDirect ? rowp[r][kk] : ap[r]);
+      a0[r] = hn::MulAdd(av, b0, a0[r]);
+      a1[r] = hn::MulAdd(av, b1, a1[r]);
+      a2[r] = hn::MulAdd(av, b2, a2[r]);
+    }
+    if (!kDirect) ap += kMR;
+    bp += kNR;
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+    if (load_c) {
+      a0[r] = hn::Add(a0[r], hn::LoadU(d, cr));
+      a1[r] = hn::Add(a1[r], hn::LoadU(d, cr + kL));
+      a2[r] = hn::Add(a2[r], hn::LoadU(d, cr + 2 * kL));
+    }
+    hn::StoreU(a0[r], d, cr);
+    hn::StoreU(a1[r], d, cr + kL);
+    hn::StoreU(a2[r], d, cr + 2 * kL);
+  }
+}
+
+template <int R, bool kDirect>
+HWY_NOINLINE void MicroN(const float* ap, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc,
+                         bool load_c) {
+  Micro<R, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+}
+
+template <bool kDirect>
+void RunMicro(int64_t rows, const float* ap, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc,
+              bool load_c) {
+  static_assert(kMR <= 8, "RunMicro instantiates up to 8 rows");
+  switch (rows) {
+    case 1: return MicroN<1, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 2: return MicroN<2, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 3: return MicroN<3, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 4: return MicroN<4, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 5: return MicroN<5, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 6: return MicroN<6, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 7: return MicroN<7, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    default: return MicroN<8, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+  }
+}
+
+HWY_INLINE V Sigmoid(D d, V x) {
+  // exp(-x) for x < -88 would overflow (Highway's Exp is valid up to +88): clamped, the
+  // result is ~1e-38 instead of the exact 0 or denormal.
+  const V e = hn::Exp(d, hn::Min(hn::Neg(x), hn::Set(d, 88.0f)));
+  return hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+}
+
+// The activations with the reference's formulas (kernels/cpu/ref/activations.cc,
+// fused_activation.cc; Tanh and Gelu with the rational erf/tanh of fast_math.h).
+HWY_INLINE V Activate(D d, V x, const Problem& p) {
+  const V zero = hn::Zero(d), one = hn::Set(d, 1.0f);
+  switch (p.act) {
+    case Act::None: return x;
+    case Act::Relu: return hn::Max(x, zero);
+    case Act::LeakyRelu: return hn::IfThenElse(hn::Lt(x, zero), hn::Mul(x, hn::Set(d, p.p0)), x);
+    case Act::Sigmoid: return Sigmoid(d, x);
+    case Act::Tanh: return TanhRational(d, x);
+    case Act::HardSigmoid: return hn::Max(zero, hn::Min(one, hn::MulAdd(hn::Set(d, p.p0), x, hn::Set(d, p.p1))));
+    case Act::HardSwish:
+      return hn::Mul(x, hn::Max(zero, hn::Min(one, hn::Add(hn::Div(x, hn::Set(d, 6.0f)), hn::Set(d, 0.5f)))));
+    case Act::Clip: return hn::Min(hn::Max(x, hn::Set(d, p.p0)), hn::Set(d, p.p1));
+    case Act::Silu: return hn::Mul(x, Sigmoid(d, x));
+    case Act::Gelu: {
+      const V t = ErfRational(d, hn::Mul(x, hn::Set(d, 0.7071067811865476f)));
+      return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), hn::Add(one, t));
+    }
+    case Act::GeluTanh: {
+      const V x3 = hn::Mul(hn::Mul(x, x), x);
+      const V t = TanhRational(d, hn::Mul(hn::Set(d, 0.7978845608028654f), hn::MulAdd(hn::Set(d, 0.044715f), x3, x)));
+      return hn::Mul(hn::Mul(hn::Set(d, 0.5f), x), hn::Add(one, t));
+    }
+  }
+  return x;
+}
+
+// Y tile (rows x cols at (i0, j0)) = act(alpha Y + beta C), while it is still in L1.
+void Epilogue(const Problem& p, int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  if (p.alpha == 1.f && !p.c && p.act == Act::None) return;
+  const D d;
+  const V alpha = hn::Set(d, p.alpha), beta = hn::Set(d, p.beta);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* y = p.y + (i0 + r) * p.ldy + j0;
+    const float* c = p.c ? p.c + (i0 + r) * p.c_rs + j0 * p.c_cs : nullptr;
+    for (int64_t j = 0; j < cols; j += kL) {
+      V x = LoadN(d, y + j, cols - j);
+      if (p.alpha != 1.f) x = hn::Mul(x, alpha);
+      if (c) {
+        const V cv = p.c_cs ? LoadN(d, c + j, cols - j) : hn::Set(d, c[0]);
+        x = p.beta == 1.f ? hn::Add(x, cv) : hn::MulAdd(beta, cv, x);
+      }
+      StoreN(Activate(d, x, p), d, y + j, cols - j);
+    }
+  }
+}
+
+// Row stride of a copied A block: kc plus one cache line, so the MR rows a micro-kernel
+// streams do not map to the same L1 sets.
+HWY_INLINE int64_t ARowStride(int64_t kc) { return kc + 16; }
+
+// A rows [i0, i0 + rows) x [k0, k0 + kc) into `out`: for a row-major A, a plain copy of the
+// row segments (ARowStride apart: the micro-kernel reads rows in place, no transpose); for a
+// transposed A, kMR-row panels (panel q at q kc, row r of step kk at kk kMR + r), read
+// along its contiguous rows.
+void PackA(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out) {
+  if (p.a_cs == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(out + r * ARowStride(kc), p.a + (i0 + r) * p.a_rs + k0, static_cast<size_t>(kc) * sizeof(float));
+    return;
+  }
+  for (int64_t q = 0; q < rows; q += kMR) {
+    const int64_t pr = std::min(kMR, rows - q);
+    float* o = out + q * kc;
+    const float* a = p.a + (i0 + q) * p.a_rs + k0 * p.a_cs;
+    for (int64_t kk = 0; kk < kc; ++kk) {
+      const float* ak = a + kk * p.a_cs;
+      for (int64_t r = 0; r < pr; ++r) o[kk * kMR + r] = ak[r * p.a_rs];
+    }
+  }
+}
+
+void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack) {
+  // K blocks of equal size (<= kKc), so a K just over a multiple of kKc leaves no sliver.
+  const int64_t nk = (p.k + kKc - 1) / kKc;
+  const int64_t kcb = (p.k + nk - 1) / nk;
+  // A row-major A block is copied row by row and read in place by the micro-kernel (a
+  // transposing pack costs a scalar store per element, ~10% of a BERT-sized product); a
+  // transposed A is packed into panels. Per K block either way.
+  const bool direct = p.a_cs == 1;
+  HWY_ALIGN float tile[kMR * kNR] = {};  // columns past N: computed, never stored
+  for (int64_t k0 = 0; k0 < p.k; k0 += kcb) {
+    const int64_t kc = std::min(kcb, p.k - k0);
+    const bool first = k0 == 0, last = k0 + kc == p.k;
+    PackA(p, m0, m1 - m0, k0, kc, apack);
+    for (int64_t q = p0; q < p1; ++q) {
+      const int64_t j0 = q * kNR, cols = std::min(kNR, p.n - j0);
+      const float* bp = p.bp + q * p.k * kNR + k0 * kNR;
+      for (int64_t i = m0; i < m1; i += kMR) {
+        const int64_t rows = std::min(kMR, m1 - i);
+        const float* ap = apack + (i - m0) * (direct ? ARowStride(kc) : kc);
+        float* y = p.y + i * p.ldy + j0;
+        float* dst = y;
+        int64_t ldd = p.ldy;
+        if (cols < kNR) {  // ragged last panel: through the NR-wide tile
+          dst = tile;
+          ldd = kNR;
+          if (!first)
+            for (int64_t r = 0; r < rows; ++r)
+              std::memcpy(tile + r * kNR, y + r * p.ldy, static_cast<size_t>(cols) * sizeof(float));
+        }
+        if (direct) RunMicro<true>(rows, ap, ARowStride(kc), bp, kc, dst, ldd, !first);
+        else RunMicro<false>(rows, ap, 1, bp, kc, dst, ldd, !first);
+        if (cols < kNR)
+          for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(y + r * p.ldy, tile + r * kNR, static_cast<size_t>(cols) * sizeof(float));
+        if (last) Epilogue(p, i, rows, j0, cols);
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace gearbox::simd::gemm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gearbox::simd::gemm {
+HWY_EXPORT(GetBlocking);
+HWY_EXPORT(APackFloats);
+HWY_EXPORT(PackB);
+HWY_EXPORT(ComputeBlock);
+
+Blocking blocking() { return HWY_DYNAMIC_DISPATCH(GetBlocking)(); }
+int64_t a_pack_floats() { return HWY_DYNAMIC_DISPATCH(APackFloats)(); }
+void pack_b(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out) {
+  HWY_DYNAMIC_DISPATCH(PackB)(b, rs, cs, k, n, nr, out);
+}
+void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack) {
+  HWY_DYNAMIC_DISPATCH(ComputeBlock)(p, m0, m1, p0, p1, apack);
+}
+}  // namespace gearbox::simd::gemm
+#endif
