@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <memory>
 
+#include "graph/gbm/gbm_reader.h"
+#include "graph/gbm/gbm_writer.h"
 #include "graph/onnx_importer.h"
+#include "graph/optimizer.h"
 #include "runtime/session.h"
 
 namespace gearbox::conformance {
@@ -106,6 +109,17 @@ CaseOutcome run_case(const std::string& case_dir, const CaseOptions& options,
 
   SessionOptions session_options;
   session_options.threads = options.threads;
+  if (options.via_gbm) {
+    // What gearbox compile + gearbox run do: optimize, write, read back, run without passes.
+    auto report = optimize(*model, session_options.optimizer);
+    if (!report) return from_status(report.status(), "optimize");
+    auto bytes = gbm::serialize(*model, {});
+    if (!bytes) return from_status(bytes.status(), "gbm write");
+    model = gbm::read_bytes(bytes->data(), bytes->size());
+    if (!model) return from_status(model.status(), "gbm read");
+    session_options.optimizer.enabled = false;
+    session_options.optimizer.use_env = false;
+  }
   auto session = Session::create(std::move(model).value(), session_options);
   if (!session) return from_status(session.status(), "session");
   const Session& s = **session;

@@ -33,6 +33,8 @@ OpUses model_ops(const Model& model);
 struct CaseOptions {
   Tolerance tolerance;
   int threads = 1;
+  // Optimize, write the .gbm bytes and read them back before running (the compiled path).
+  bool via_gbm = false;
 };
 
 // `on_imported` is called with the model's ops as soon as the import succeeded, before

@@ -2,7 +2,10 @@
 // pass / fail / unsupported / crash / timeout per case.
 //
 //   gearbox_conformance --suite DIR [--filter REGEX] [--report FILE.json] [--baseline FILE]
-//                       [--timeout-s N] [--threads N] [--verbose]
+//                       [--timeout-s N] [--threads N] [--via-gbm] [--verbose]
+//
+// --via-gbm runs each case the way a compiled model runs: the optimized graph is written to
+// .gbm bytes and read back (gbm_writer/gbm_reader) before the session is created.
 //
 // DIR holds one folder per case (model.onnx + test_data_set_*/); a folder whose node/
 // subfolder holds them is accepted too. Each case runs in a forked child (case_runner.h),
@@ -50,6 +53,7 @@ struct Options {
   std::string baseline;
   double timeout_s = 20;
   int threads = 1;
+  bool via_gbm = false;
   bool verbose = false;
 };
 
@@ -64,7 +68,8 @@ struct CaseRecord {
 
 const char* kUsage =
     "usage: gearbox_conformance --suite DIR [--filter REGEX] [--report FILE.json] [--baseline FILE]\n"
-    "                           [--timeout-s N (default 20)] [--threads N (default 1)] [--verbose]\n";
+    "                           [--timeout-s N (default 20)] [--threads N (default 1)] [--via-gbm]\n"
+    "                           [--verbose]\n";
 
 std::optional<Options> parse_args(int argc, char** argv) {
   Options o;
@@ -97,6 +102,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       }
       if (a == "--timeout-s") o.timeout_s = d;
       else o.threads = static_cast<int>(d);
+    } else if (a == "--via-gbm") {
+      o.via_gbm = true;
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else if (a == "--help" || a == "-h") {
@@ -161,6 +168,7 @@ json outcome_json(const CaseOutcome& o) {
   }
   CaseOptions copt;
   copt.threads = opt.threads;
+  copt.via_gbm = opt.via_gbm;
   CaseOutcome outcome = run_case(dir.string(), copt, [&](const OpUses& ops) {
     json j = json::object();
     for (const auto& [op, opset] : ops) j[op] = opset;

@@ -274,7 +274,116 @@ TEST(GbmFile, GarbageMetadataWithValidChecksumIsInvalid) {
   EXPECT_EQ(load_code(f), ErrorCode::GBM_INVALID);
 }
 
-TEST(GbmFile, SubgraphsAreRefusedAtCompile) {
+// x[2,3] and c (bool): If(c) then x+x else x*x, both branches reading the outer x; then a
+// Loop of n iterations whose body adds the outer x to its carried value and also emits it as
+// a scan output. Subgraphs, outer-scope reads and branch-local names that repeat across
+// sibling branches ("b") are what format version 2 stores.
+std::string control_flow_model() {
+  auto scalar_io = [](onnx::ValueInfoProto* vi, const std::string& name, int elem_type) {
+    testing::add_tensor_io(vi, name, elem_type, {});
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape();  // rank 0, not unranked
+  };
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("cf");
+  testing::add_tensor_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2", "3"});
+  scalar_io(g->add_input(), "c", onnx::TensorProto::BOOL);
+  scalar_io(g->add_input(), "n", onnx::TensorProto::INT64);
+  testing::add_tensor_io(g->add_output(), "v", onnx::TensorProto::FLOAT, {"2", "3"});
+  testing::add_tensor_io(g->add_output(), "scan", onnx::TensorProto::FLOAT, {"k", "2", "3"});
+  auto branch = [&](onnx::GraphProto* b, const std::string& name, const std::string& op) {
+    b->set_name(name);
+    testing::add_tensor_io(b->add_output(), "b", onnx::TensorProto::FLOAT, {"2", "3"});
+    add_node(b, op, {"x", "x"}, {"b"});
+  };
+  auto* iff = add_node(g, "If", {"c"}, {"r"});
+  auto* then_a = iff->add_attribute();
+  then_a->set_name("then_branch");
+  then_a->set_type(onnx::AttributeProto::GRAPH);
+  branch(then_a->mutable_g(), "then", "Add");
+  auto* else_a = iff->add_attribute();
+  else_a->set_name("else_branch");
+  else_a->set_type(onnx::AttributeProto::GRAPH);
+  branch(else_a->mutable_g(), "else", "Mul");
+  auto* loop = add_node(g, "Loop", {"n", "", "r"}, {"v", "scan"});
+  auto* body_a = loop->add_attribute();
+  body_a->set_name("body");
+  body_a->set_type(onnx::AttributeProto::GRAPH);
+  auto* body = body_a->mutable_g();
+  body->set_name("body");
+  scalar_io(body->add_input(), "i", onnx::TensorProto::INT64);
+  scalar_io(body->add_input(), "cond_in", onnx::TensorProto::BOOL);
+  testing::add_tensor_io(body->add_input(), "acc", onnx::TensorProto::FLOAT, {"2", "3"});
+  scalar_io(body->add_output(), "cond_out", onnx::TensorProto::BOOL);
+  testing::add_tensor_io(body->add_output(), "acc_out", onnx::TensorProto::FLOAT, {"2", "3"});
+  testing::add_tensor_io(body->add_output(), "emit", onnx::TensorProto::FLOAT, {"2", "3"});
+  add_node(body, "Identity", {"cond_in"}, {"cond_out"});
+  add_node(body, "Add", {"acc", "x"}, {"acc_out"});
+  add_node(body, "Identity", {"acc_out"}, {"emit"});
+  return testing::serialize(m);
+}
+
+TEST(GbmFile, SubgraphsRoundTripBitIdentically) {
+  std::string onnx = tmp_path("gbm_cf.onnx"), gbmf = tmp_path("gbm_cf.gbm");
+  write(onnx, control_flow_model());
+  write(gbmf, compile(onnx, OptimizerOptions{}));
+  auto a = Session::load(onnx);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  auto b = Session::load(gbmf);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  const Graph& g = *(*b)->model().graph;
+  size_t subgraphs = 0;
+  for (const auto& n : g.nodes)
+    for_each_subgraph(*n, [&](const Graph& sg) {
+      ++subgraphs;
+      EXPECT_EQ(sg.parent, &g);
+      EXPECT_FALSE(sg.nodes.empty());
+    });
+  EXPECT_EQ(subgraphs, 3u);  // then, else, body
+  Tensor x(DType::F32, {2, 3});
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = 0.5f * static_cast<float>(i) - 1.25f;
+  for (bool c : {true, false}) {
+    std::map<std::string, Tensor> feeds{{"x", x}, {"c", Tensor::scalar<bool>(c)}, {"n", Tensor::scalar<int64_t>(3)}};
+    auto ya = (*a)->run(feeds);
+    auto yb = (*b)->run(feeds);
+    ASSERT_TRUE(ya.ok()) << ya.status().to_string();
+    ASSERT_TRUE(yb.ok()) << yb.status().to_string();
+    ASSERT_EQ(ya->size(), 2u);
+    ASSERT_EQ(yb->size(), 2u);
+    // Against the definition: v = branch(x) + 3x, scan[k] = branch(x) + (k+1)x.
+    for (int i = 0; i < 6; ++i) {
+      float xi = x.data<float>()[i], r = c ? xi + xi : xi * xi;
+      EXPECT_EQ((*yb)[0].data<float>()[i], ((r + xi) + xi) + xi) << "c=" << c << " i=" << i;
+    }
+    EXPECT_EQ((*yb)[1].dims(), (Dims{3, 2, 3}));
+    for (size_t k = 0; k < 2; ++k) {
+      ASSERT_EQ((*ya)[k].dims(), (*yb)[k].dims());
+      EXPECT_EQ(std::memcmp((*ya)[k].raw(), (*yb)[k].raw(), (*ya)[k].nbytes()), 0) << "output " << k;
+    }
+  }
+}
+
+TEST(GbmFile, RecordsEachNodesEngine) {
+  auto m = import_onnx_file([] {
+    std::string onnx = tmp_path("gbm_engine.onnx");
+    write(onnx, conv_model());
+    return onnx;
+  }());
+  ASSERT_TRUE(m.ok());
+  for (auto& n : m->graph->nodes) n->engine = n->op_type == "Conv" ? "cpu.dnnl" : "cpu.ref";
+  auto bytes = gbm::serialize(*m, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto back = gbm::read_bytes(bytes->data(), bytes->size());
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_EQ(back->graph->nodes.size(), m->graph->nodes.size());
+  for (size_t i = 0; i < m->graph->nodes.size(); ++i)
+    EXPECT_EQ(back->graph->nodes[i]->engine, m->graph->nodes[i]->engine) << m->graph->nodes[i]->name;
+}
+
+// A graph attribute that lost its graph cannot be stored: GBM_UNSUPPORTED at write time.
+TEST(GbmFile, GraphAttributeWithoutAGraphIsRefusedAtCompile) {
   Model m;
   m.graph = std::make_shared<Graph>();
   Value* c = m.graph->add_value("c");
@@ -283,22 +392,46 @@ TEST(GbmFile, SubgraphsAreRefusedAtCompile) {
   Node* n = m.graph->add_node("If", "if0");
   n->inputs.push_back(c);
   Attribute a;
-  a.type = AttrType::Graph;
-  a.g = std::make_shared<Graph>();
+  a.type = AttrType::Graph;  // and no a.g
   n->attrs["then_branch"] = a;
   auto bytes = gbm::serialize(m, {});
   ASSERT_FALSE(bytes.ok());
   EXPECT_EQ(bytes.status().code(), ErrorCode::GBM_UNSUPPORTED);
 }
 
-// 2000 random mutations of a valid file: each loads or fails with a .gbm code, never
+// A subgraph node that reads a value of a sibling subgraph is out of scope: GBM_INVALID, not
+// a dangling pointer at run time.
+TEST(GbmFile, SubgraphReadingASiblingsValueIsInvalid) {
+  std::string onnx = tmp_path("gbm_cf_scope.onnx");
+  write(onnx, control_flow_model());
+  auto m = import_onnx_file(onnx);
+  ASSERT_TRUE(m.ok());
+  Node* iff = nullptr;
+  Node* loop = nullptr;
+  for (auto& n : m->graph->nodes) (n->op_type == "If" ? iff : loop) = n.get();
+  ASSERT_TRUE(iff && loop);
+  // The loop body's Add reads the then-branch's output instead of the outer x.
+  Value* then_out = iff->attrs.at("then_branch").g->outputs[0];
+  Graph& body = *loop->attrs.at("body").g;
+  for (auto& n : body.nodes)
+    if (n->op_type == "Add") n->inputs[1] = then_out;
+  auto bytes = gbm::serialize(*m, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  EXPECT_EQ(load_code(*bytes), ErrorCode::GBM_INVALID);
+}
+
+// 4000 random mutations of valid files: each loads or fails with a .gbm code, never
 // crashes. Half of them get a fixed-up checksum so that the FlatBuffers verification and the
 // graph checks behind it are reached too.
+// The mutations start from a plain graph and, half of the time, from one with subgraphs.
 TEST(GbmFile, BoundedFuzzOfTheLoader) {
-  const std::string f = valid_file();
+  std::string onnx = tmp_path("gbm_cf_fuzz.onnx");
+  write(onnx, control_flow_model());
+  const std::string files[2] = {valid_file(), compile(onnx, OptimizerOptions{})};
   std::mt19937 rng(12345);
   int ok = 0, failed = 0;
-  for (int iter = 0; iter < 2000; ++iter) {
+  for (int iter = 0; iter < 4000; ++iter) {
+    const std::string& f = files[iter % 4 < 2 ? 0 : 1];
     std::string g = f;
     int edits = 1 + static_cast<int>(rng() % 4);
     for (int e = 0; e < edits; ++e) {

@@ -18,7 +18,8 @@
 namespace gearbox::gbm {
 
 inline constexpr char kMagic[4] = {'G', 'B', 'M', '1'};
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: subgraphs, sequence and optional value types, per-node engines (version 1 files still load).
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kHeaderSize = 64;
 inline constexpr size_t kBlobAlignment = 64;
 // The onnx metadata key with the same meaning as the .gbm's required ISA list (gearbox doctor).

@@ -32,6 +32,9 @@ struct ValueBuilder;
 struct Attribute;
 struct AttributeBuilder;
 
+struct Graph;
+struct GraphBuilder;
+
 struct Node;
 struct NodeBuilder;
 
@@ -112,7 +115,9 @@ struct ValueType FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
     VT_DTYPE = 4,
     VT_RANKED = 6,
-    VT_DIMS = 8
+    VT_DIMS = 8,
+    VT_KIND = 10,
+    VT_ELEM = 12
   };
   int32_t dtype() const {
     return GetField<int32_t>(VT_DTYPE, 0);
@@ -123,6 +128,12 @@ struct ValueType FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>> *dims() const {
     return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>> *>(VT_DIMS);
   }
+  int32_t kind() const {
+    return GetField<int32_t>(VT_KIND, 0);
+  }
+  const gearbox::gbm::fb::ValueType *elem() const {
+    return GetPointer<const gearbox::gbm::fb::ValueType *>(VT_ELEM);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<int32_t>(verifier, VT_DTYPE, 4) &&
@@ -130,6 +141,9 @@ struct ValueType FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_DIMS) &&
            verifier.VerifyVector(dims()) &&
            verifier.VerifyVectorOfTables(dims()) &&
+           VerifyField<int32_t>(verifier, VT_KIND, 4) &&
+           VerifyOffset(verifier, VT_ELEM) &&
+           verifier.VerifyTable(elem()) &&
            verifier.EndTable();
   }
 };
@@ -147,6 +161,12 @@ struct ValueTypeBuilder {
   void add_dims(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>>> dims) {
     fbb_.AddOffset(ValueType::VT_DIMS, dims);
   }
+  void add_kind(int32_t kind) {
+    fbb_.AddElement<int32_t>(ValueType::VT_KIND, kind, 0);
+  }
+  void add_elem(flatbuffers::Offset<gearbox::gbm::fb::ValueType> elem) {
+    fbb_.AddOffset(ValueType::VT_ELEM, elem);
+  }
   explicit ValueTypeBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -162,8 +182,12 @@ inline flatbuffers::Offset<ValueType> CreateValueType(
     flatbuffers::FlatBufferBuilder &_fbb,
     int32_t dtype = 0,
     bool ranked = false,
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>>> dims = 0) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>>> dims = 0,
+    int32_t kind = 0,
+    flatbuffers::Offset<gearbox::gbm::fb::ValueType> elem = 0) {
   ValueTypeBuilder builder_(_fbb);
+  builder_.add_elem(elem);
+  builder_.add_kind(kind);
   builder_.add_dims(dims);
   builder_.add_dtype(dtype);
   builder_.add_ranked(ranked);
@@ -174,13 +198,17 @@ inline flatbuffers::Offset<ValueType> CreateValueTypeDirect(
     flatbuffers::FlatBufferBuilder &_fbb,
     int32_t dtype = 0,
     bool ranked = false,
-    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>> *dims = nullptr) {
+    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Dim>> *dims = nullptr,
+    int32_t kind = 0,
+    flatbuffers::Offset<gearbox::gbm::fb::ValueType> elem = 0) {
   auto dims__ = dims ? _fbb.CreateVector<flatbuffers::Offset<gearbox::gbm::fb::Dim>>(*dims) : 0;
   return gearbox::gbm::fb::CreateValueType(
       _fbb,
       dtype,
       ranked,
-      dims__);
+      dims__,
+      kind,
+      elem);
 }
 
 struct TensorData FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
@@ -388,7 +416,9 @@ struct Attribute FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_FLOATS = 16,
     VT_INTS = 18,
     VT_STRINGS = 20,
-    VT_TENSORS = 22
+    VT_TENSORS = 22,
+    VT_G = 24,
+    VT_GRAPHS = 26
   };
   const flatbuffers::String *name() const {
     return GetPointer<const flatbuffers::String *>(VT_NAME);
@@ -420,6 +450,12 @@ struct Attribute FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>> *tensors() const {
     return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>> *>(VT_TENSORS);
   }
+  const gearbox::gbm::fb::Graph *g() const {
+    return GetPointer<const gearbox::gbm::fb::Graph *>(VT_G);
+  }
+  const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Graph>> *graphs() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Graph>> *>(VT_GRAPHS);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_NAME) &&
@@ -441,6 +477,11 @@ struct Attribute FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_TENSORS) &&
            verifier.VerifyVector(tensors()) &&
            verifier.VerifyVectorOfTables(tensors()) &&
+           VerifyOffset(verifier, VT_G) &&
+           verifier.VerifyTable(g()) &&
+           VerifyOffset(verifier, VT_GRAPHS) &&
+           verifier.VerifyVector(graphs()) &&
+           verifier.VerifyVectorOfTables(graphs()) &&
            verifier.EndTable();
   }
 };
@@ -479,6 +520,12 @@ struct AttributeBuilder {
   void add_tensors(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>>> tensors) {
     fbb_.AddOffset(Attribute::VT_TENSORS, tensors);
   }
+  void add_g(flatbuffers::Offset<gearbox::gbm::fb::Graph> g) {
+    fbb_.AddOffset(Attribute::VT_G, g);
+  }
+  void add_graphs(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Graph>>> graphs) {
+    fbb_.AddOffset(Attribute::VT_GRAPHS, graphs);
+  }
   explicit AttributeBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -501,9 +548,13 @@ inline flatbuffers::Offset<Attribute> CreateAttribute(
     flatbuffers::Offset<flatbuffers::Vector<float>> floats = 0,
     flatbuffers::Offset<flatbuffers::Vector<int64_t>> ints = 0,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> strings = 0,
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>>> tensors = 0) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>>> tensors = 0,
+    flatbuffers::Offset<gearbox::gbm::fb::Graph> g = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Graph>>> graphs = 0) {
   AttributeBuilder builder_(_fbb);
   builder_.add_i(i);
+  builder_.add_graphs(graphs);
+  builder_.add_g(g);
   builder_.add_tensors(tensors);
   builder_.add_strings(strings);
   builder_.add_ints(ints);
@@ -527,13 +578,16 @@ inline flatbuffers::Offset<Attribute> CreateAttributeDirect(
     const std::vector<float> *floats = nullptr,
     const std::vector<int64_t> *ints = nullptr,
     const std::vector<flatbuffers::Offset<flatbuffers::String>> *strings = nullptr,
-    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>> *tensors = nullptr) {
+    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>> *tensors = nullptr,
+    flatbuffers::Offset<gearbox::gbm::fb::Graph> g = 0,
+    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Graph>> *graphs = nullptr) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto s__ = s ? _fbb.CreateString(s) : 0;
   auto floats__ = floats ? _fbb.CreateVector<float>(*floats) : 0;
   auto ints__ = ints ? _fbb.CreateVector<int64_t>(*ints) : 0;
   auto strings__ = strings ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*strings) : 0;
   auto tensors__ = tensors ? _fbb.CreateVector<flatbuffers::Offset<gearbox::gbm::fb::TensorData>>(*tensors) : 0;
+  auto graphs__ = graphs ? _fbb.CreateVector<flatbuffers::Offset<gearbox::gbm::fb::Graph>>(*graphs) : 0;
   return gearbox::gbm::fb::CreateAttribute(
       _fbb,
       name__,
@@ -545,7 +599,131 @@ inline flatbuffers::Offset<Attribute> CreateAttributeDirect(
       floats__,
       ints__,
       strings__,
-      tensors__);
+      tensors__,
+      g,
+      graphs__);
+}
+
+struct Graph FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef GraphBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_VALUES = 6,
+    VT_NODES = 8,
+    VT_INPUTS = 10,
+    VT_OUTPUTS = 12,
+    VT_INITIALIZERS = 14
+  };
+  const flatbuffers::String *name() const {
+    return GetPointer<const flatbuffers::String *>(VT_NAME);
+  }
+  const flatbuffers::Vector<int32_t> *values() const {
+    return GetPointer<const flatbuffers::Vector<int32_t> *>(VT_VALUES);
+  }
+  const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Node>> *nodes() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Node>> *>(VT_NODES);
+  }
+  const flatbuffers::Vector<int32_t> *inputs() const {
+    return GetPointer<const flatbuffers::Vector<int32_t> *>(VT_INPUTS);
+  }
+  const flatbuffers::Vector<int32_t> *outputs() const {
+    return GetPointer<const flatbuffers::Vector<int32_t> *>(VT_OUTPUTS);
+  }
+  const flatbuffers::Vector<int32_t> *initializers() const {
+    return GetPointer<const flatbuffers::Vector<int32_t> *>(VT_INITIALIZERS);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_VALUES) &&
+           verifier.VerifyVector(values()) &&
+           VerifyOffset(verifier, VT_NODES) &&
+           verifier.VerifyVector(nodes()) &&
+           verifier.VerifyVectorOfTables(nodes()) &&
+           VerifyOffset(verifier, VT_INPUTS) &&
+           verifier.VerifyVector(inputs()) &&
+           VerifyOffset(verifier, VT_OUTPUTS) &&
+           verifier.VerifyVector(outputs()) &&
+           VerifyOffset(verifier, VT_INITIALIZERS) &&
+           verifier.VerifyVector(initializers()) &&
+           verifier.EndTable();
+  }
+};
+
+struct GraphBuilder {
+  typedef Graph Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_name(flatbuffers::Offset<flatbuffers::String> name) {
+    fbb_.AddOffset(Graph::VT_NAME, name);
+  }
+  void add_values(flatbuffers::Offset<flatbuffers::Vector<int32_t>> values) {
+    fbb_.AddOffset(Graph::VT_VALUES, values);
+  }
+  void add_nodes(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Node>>> nodes) {
+    fbb_.AddOffset(Graph::VT_NODES, nodes);
+  }
+  void add_inputs(flatbuffers::Offset<flatbuffers::Vector<int32_t>> inputs) {
+    fbb_.AddOffset(Graph::VT_INPUTS, inputs);
+  }
+  void add_outputs(flatbuffers::Offset<flatbuffers::Vector<int32_t>> outputs) {
+    fbb_.AddOffset(Graph::VT_OUTPUTS, outputs);
+  }
+  void add_initializers(flatbuffers::Offset<flatbuffers::Vector<int32_t>> initializers) {
+    fbb_.AddOffset(Graph::VT_INITIALIZERS, initializers);
+  }
+  explicit GraphBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<Graph> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<Graph>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<Graph> CreateGraph(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    flatbuffers::Offset<flatbuffers::String> name = 0,
+    flatbuffers::Offset<flatbuffers::Vector<int32_t>> values = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Node>>> nodes = 0,
+    flatbuffers::Offset<flatbuffers::Vector<int32_t>> inputs = 0,
+    flatbuffers::Offset<flatbuffers::Vector<int32_t>> outputs = 0,
+    flatbuffers::Offset<flatbuffers::Vector<int32_t>> initializers = 0) {
+  GraphBuilder builder_(_fbb);
+  builder_.add_initializers(initializers);
+  builder_.add_outputs(outputs);
+  builder_.add_inputs(inputs);
+  builder_.add_nodes(nodes);
+  builder_.add_values(values);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<Graph> CreateGraphDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    const std::vector<int32_t> *values = nullptr,
+    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Node>> *nodes = nullptr,
+    const std::vector<int32_t> *inputs = nullptr,
+    const std::vector<int32_t> *outputs = nullptr,
+    const std::vector<int32_t> *initializers = nullptr) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto values__ = values ? _fbb.CreateVector<int32_t>(*values) : 0;
+  auto nodes__ = nodes ? _fbb.CreateVector<flatbuffers::Offset<gearbox::gbm::fb::Node>>(*nodes) : 0;
+  auto inputs__ = inputs ? _fbb.CreateVector<int32_t>(*inputs) : 0;
+  auto outputs__ = outputs ? _fbb.CreateVector<int32_t>(*outputs) : 0;
+  auto initializers__ = initializers ? _fbb.CreateVector<int32_t>(*initializers) : 0;
+  return gearbox::gbm::fb::CreateGraph(
+      _fbb,
+      name__,
+      values__,
+      nodes__,
+      inputs__,
+      outputs__,
+      initializers__);
 }
 
 struct Node FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {

@@ -122,6 +122,9 @@ class Reader {
   Result<Value*> value_at(int i, bool allow_none) const {
     if (i == -1 && allow_none) return static_cast<Value*>(nullptr);
     if (i < 0 || static_cast<size_t>(i) >= values_.size()) return bad("value index " + std::to_string(i) + " out of range");
+    // Not created yet: it belongs to a subgraph that is not this graph or one enclosing it.
+    if (!values_[static_cast<size_t>(i)])
+      return bad("value " + std::to_string(i) + " is used outside the subgraph that defines it");
     return values_[static_cast<size_t>(i)];
   }
 
@@ -166,11 +169,10 @@ class Reader {
     return out;
   }
 
-  Result<Attribute> attribute(const fb::Attribute& a) const {
+  Result<Attribute> attribute(const fb::Attribute& a, const Graph& owner) {
     Attribute out;
     int type = a.type();
-    if (type < static_cast<int>(AttrType::Float) || type > static_cast<int>(AttrType::Tensors) ||
-        type == static_cast<int>(AttrType::Graph))
+    if (type < static_cast<int>(AttrType::Float) || type > static_cast<int>(AttrType::Graphs))
       return bad("attribute '" + str(a.name()) + "' has type " + std::to_string(type));
     out.type = static_cast<AttrType>(type);
     out.f = a.f();
@@ -188,7 +190,173 @@ class Reader {
         GBX_ASSIGN_OR_RETURN(Tensor x, tensor(t, false));
         out.tensors.push_back(std::move(x));
       }
+    if (out.type == AttrType::Graph) {
+      if (!a.g()) return bad("graph attribute '" + str(a.name()) + "' has no graph");
+      GBX_ASSIGN_OR_RETURN(out.g, subgraph(*a.g(), owner));
+    }
+    if (a.graphs())
+      for (const auto* sg : *a.graphs()) {
+        GBX_ASSIGN_OR_RETURN(auto g, subgraph(*sg, owner));
+        out.graphs.push_back(std::move(g));
+      }
     return out;
+  }
+
+  // Which subgraph (nullptr: the main graph) defines each entry of Model.values, from the
+  // subgraphs' `values` lists; a value claimed twice is an error.
+  Status claim_values(const flatbuffers::Vector<flatbuffers::Offset<fb::Node>>* nodes) {
+    if (!nodes) return Status::OK();
+    for (const auto* fn : *nodes) {
+      if (!fn->attrs()) continue;
+      for (const auto* fa : *fn->attrs()) {
+        std::vector<const fb::Graph*> subs;
+        if (fa->g()) subs.push_back(fa->g());
+        if (fa->graphs())
+          for (const auto* sg : *fa->graphs()) subs.push_back(sg);
+        for (const fb::Graph* sg : subs) {
+          if (sg->values())
+            for (int32_t i : *sg->values()) {
+              if (i < 0 || static_cast<size_t>(i) >= claimed_by_.size())
+                return bad("subgraph value index " + std::to_string(i) + " out of range");
+              if (claimed_by_[static_cast<size_t>(i)] != nullptr)
+                return bad("value " + std::to_string(i) + " is claimed by two subgraphs");
+              claimed_by_[static_cast<size_t>(i)] = sg;
+            }
+          GBX_RETURN_IF_ERROR(claim_values(sg->nodes()));
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  Status value_type(const fb::ValueType& t, const std::string& name, ValueType& out) const {
+    if (t.dtype() != 0 && !dtype_is_known(t.dtype()))  // 0: dtype not known statically
+      return bad("value '" + name + "' has dtype " + std::to_string(t.dtype()));
+    if (t.kind() < 0 || t.kind() > static_cast<int>(ValueType::Kind::Optional))
+      return bad("value '" + name + "' has type kind " + std::to_string(t.kind()));
+    out.kind = static_cast<ValueType::Kind>(t.kind());
+    out.dtype = static_cast<DType>(t.dtype());
+    out.shape.ranked = t.ranked();
+    if (t.dims())
+      for (const auto* d : *t.dims()) {
+        Dim dim;
+        dim.value = d->value() < 0 ? -1 : d->value();
+        dim.symbol = str(d->symbol());
+        out.shape.dims.push_back(dim);
+      }
+    if (out.kind != ValueType::Kind::Tensor && t.elem()) {
+      out.elem = std::make_shared<ValueType>();
+      GBX_RETURN_IF_ERROR(value_type(*t.elem(), name, *out.elem));
+    }
+    return Status::OK();
+  }
+
+  // Creates the values `owner` (nullptr: the main graph) defines, in index order, in g.
+  Status add_values(Graph& g, const fb::Graph* owner) {
+    const auto& fvs = *m_->values();
+    for (size_t i = 0; i < fvs.size(); ++i) {
+      if (claimed_by_[i] != owner) continue;
+      const fb::Value* fv = fvs.Get(static_cast<flatbuffers::uoffset_t>(i));
+      std::string name = str(fv->name());
+      if (!name.empty() && g.find_value(name)) return bad("two values are named '" + name + "'");
+      Value* v = g.add_value(name);
+      values_[i] = v;
+      value_graph_[i] = &g;
+      if (fv->type()) GBX_RETURN_IF_ERROR(value_type(*fv->type(), name, v->type));
+      if (fv->initializer()) {
+        GBX_ASSIGN_OR_RETURN(v->initializer, tensor(fv->initializer(), true));
+        v->is_initializer = true;
+      }
+    }
+    return Status::OK();
+  }
+
+  // Value i as read by graph g: it must be defined by g or a graph enclosing it.
+  Result<Value*> visible_value(int i, const Graph& g, bool allow_none) const {
+    GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, allow_none));
+    if (!v) return v;
+    for (const Graph* s = &g; s; s = s->parent)
+      if (value_graph_[static_cast<size_t>(i)] == s) return v;
+    return bad("graph '" + g.name + "' reads value '" + v->name + "', which is defined in another subgraph");
+  }
+
+  // Value i as defined by graph g (an input, initializer or node output of g itself).
+  Result<Value*> own_value(int i, const Graph& g) const {
+    GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, false));
+    if (value_graph_[static_cast<size_t>(i)] != &g)
+      return bad("graph '" + g.name + "' defines value '" + v->name + "', which another graph owns");
+    return v;
+  }
+
+  using FbNodes = flatbuffers::Vector<flatbuffers::Offset<fb::Node>>;
+  using FbIndices = flatbuffers::Vector<int32_t>;
+
+  // Builds g's lists and nodes (recursing into subgraphs); its values already exist.
+  Status build_graph(Graph& g, const FbNodes* nodes, const FbIndices* inputs, const FbIndices* outputs,
+                     const FbIndices* initializers) {
+    auto list = [&](const FbIndices* idx, std::vector<Value*>& out, bool own) -> Status {
+      if (idx)
+        for (int32_t i : *idx) {
+          Result<Value*> v = own ? own_value(i, g) : visible_value(i, g, false);
+          if (!v.ok()) return v.status();
+          out.push_back(*v);
+        }
+      return Status::OK();
+    };
+    GBX_RETURN_IF_ERROR(list(inputs, g.inputs, true));
+    GBX_RETURN_IF_ERROR(list(outputs, g.outputs, false));
+    GBX_RETURN_IF_ERROR(list(initializers, g.initializers, true));
+    for (const Value* v : g.initializers)
+      if (!v->is_initializer) return bad("value '" + v->name + "' is listed as an initializer but has no data");
+    for (Value* v : g.inputs) {
+      if (v->is_initializer) return bad("value '" + v->name + "' is both an input and an initializer");
+      if (!defined_.insert(v).second) return bad("value '" + v->name + "' is defined twice");
+    }
+    for (Value* v : g.initializers) defined_.insert(v);
+    for (Value* v : g.outputs) used_.insert(v);
+    if (nodes)
+      for (const auto* fn : *nodes) {
+        Node* n = g.add_node(str(fn->op_type()), str(fn->name()));
+        n->domain = str(fn->domain());
+        n->opset = fn->opset();
+        n->engine = str(fn->engine());
+        if (n->op_type.empty()) return bad("a node has no op_type");
+        if (fn->inputs())
+          for (int32_t i : *fn->inputs()) {
+            GBX_ASSIGN_OR_RETURN(Value* v, visible_value(i, g, true));
+            if (v) used_.insert(v);
+            n->inputs.push_back(v);
+          }
+        if (fn->outputs())
+          for (int32_t i : *fn->outputs()) {
+            Value* v = nullptr;
+            if (i != -1) {
+              GBX_ASSIGN_OR_RETURN(v, own_value(i, g));
+              if (!defined_.insert(v).second)
+                return bad("value '" + v->name + "' is defined twice (node '" + n->name + "')");
+              v->producer = n;
+            }
+            n->outputs.push_back(v);
+          }
+        if (fn->attrs())
+          for (const auto* fa : *fn->attrs()) {
+            std::string name = str(fa->name());
+            GBX_ASSIGN_OR_RETURN(Attribute a, attribute(*fa, g));
+            n->attrs[name] = std::move(a);
+          }
+      }
+    Status sorted = topological_sort(g);
+    if (!sorted.ok()) return bad("the graph is not well formed: " + sorted.message());
+    return Status::OK();
+  }
+
+  Result<std::shared_ptr<Graph>> subgraph(const fb::Graph& fg, const Graph& parent) {
+    auto g = std::make_shared<Graph>();
+    g->name = str(fg.name());
+    g->parent = &parent;
+    GBX_RETURN_IF_ERROR(add_values(*g, &fg));
+    GBX_RETURN_IF_ERROR(build_graph(*g, fg.nodes(), fg.inputs(), fg.outputs(), fg.initializers()));
+    return g;
   }
 
   Result<Model> graph() {
@@ -201,78 +369,17 @@ class Reader {
     model.producer_version = str(m_->producer_version());
     if (m_->opsets())
       for (const auto* o : *m_->opsets()) model.opsets[str(o->domain())] = o->version();
-    std::set<std::string> names;
-    if (m_->values())
-      for (const auto* fv : *m_->values()) {
-        std::string name = str(fv->name());
-        if (!name.empty() && !names.insert(name).second) return bad("two values are named '" + name + "'");
-        Value* v = g.add_value(name);
-        values_.push_back(v);
-        if (const auto* t = fv->type()) {
-          if (t->dtype() != 0 && !dtype_is_known(t->dtype()))  // 0: dtype not known statically
-            return bad("value '" + name + "' has dtype " + std::to_string(t->dtype()));
-          v->type.dtype = static_cast<DType>(t->dtype());
-          v->type.shape.ranked = t->ranked();
-          if (t->dims())
-            for (const auto* d : *t->dims()) {
-              Dim dim;
-              dim.value = d->value() < 0 ? -1 : d->value();
-              dim.symbol = str(d->symbol());
-              v->type.shape.dims.push_back(dim);
-            }
-        }
-        if (fv->initializer()) {
-          GBX_ASSIGN_OR_RETURN(v->initializer, tensor(fv->initializer(), true));
-          v->is_initializer = true;
-        }
-      }
-    auto list = [&](const flatbuffers::Vector<int32_t>* idx, std::vector<Value*>& out) -> Status {
-      if (idx)
-        for (int32_t i : *idx) {
-          GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, false));
-          out.push_back(v);
-        }
-      return Status::OK();
-    };
-    GBX_RETURN_IF_ERROR(list(m_->inputs(), g.inputs));
-    GBX_RETURN_IF_ERROR(list(m_->outputs(), g.outputs));
-    GBX_RETURN_IF_ERROR(list(m_->initializers(), g.initializers));
-    for (const Value* v : g.initializers)
-      if (!v->is_initializer) return bad("value '" + v->name + "' is listed as an initializer but has no data");
-    for (const Value* v : g.inputs)
-      if (v->is_initializer) return bad("value '" + v->name + "' is both an input and an initializer");
-    std::set<const Value*> defined(g.inputs.begin(), g.inputs.end());
-    defined.insert(g.initializers.begin(), g.initializers.end());
-    if (m_->nodes())
-      for (const auto* fn : *m_->nodes()) {
-        Node* n = g.add_node(str(fn->op_type()), str(fn->name()));
-        n->domain = str(fn->domain());
-        n->opset = fn->opset();
-        if (n->op_type.empty()) return bad("a node has no op_type");
-        if (fn->inputs())
-          for (int32_t i : *fn->inputs()) {
-            GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, true));
-            n->inputs.push_back(v);
-          }
-        if (fn->outputs())
-          for (int32_t i : *fn->outputs()) {
-            GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, true));
-            if (v && !defined.insert(v).second)
-              return bad("value '" + v->name + "' is defined twice (node '" + n->name + "')");
-            if (v) v->producer = n;
-            n->outputs.push_back(v);
-          }
-        if (fn->attrs())
-          for (const auto* fa : *fn->attrs()) {
-            std::string name = str(fa->name());
-            GBX_ASSIGN_OR_RETURN(Attribute a, attribute(*fa));
-            n->attrs[name] = std::move(a);
-          }
-      }
-    for (const Value* v : g.outputs)
-      if (!defined.count(v)) return bad("graph output '" + v->name + "' is not produced");
-    Status sorted = topological_sort(g);
-    if (!sorted.ok()) return bad("the graph is not well formed: " + sorted.message());
+    size_t num_values = m_->values() ? m_->values()->size() : 0;
+    claimed_by_.assign(num_values, nullptr);
+    values_.assign(num_values, nullptr);
+    value_graph_.assign(num_values, nullptr);
+    GBX_RETURN_IF_ERROR(claim_values(m_->nodes()));
+    if (num_values) GBX_RETURN_IF_ERROR(add_values(g, nullptr));
+    GBX_RETURN_IF_ERROR(build_graph(g, m_->nodes(), m_->inputs(), m_->outputs(), m_->initializers()));
+    // Every value read (a node input, a graph output) is defined somewhere: checked once all
+    // graphs are built, since a subgraph may read an outer value that a later node produces.
+    for (const Value* v : used_)
+      if (!defined_.count(v)) return bad("value '" + v->name + "' is read but never defined");
     return model;
   }
 
@@ -284,7 +391,10 @@ class Reader {
   const uint8_t* blob_ = nullptr;
   uint64_t blob_size_ = 0;
   std::vector<std::string> required_isa_;
-  std::vector<Value*> values_;
+  std::vector<Value*> values_;             // Model.values index -> the value, once created
+  std::vector<const fb::Graph*> claimed_by_;    // Model.values index -> defining subgraph (nullptr: main)
+  std::vector<const Graph*> value_graph_;  // Model.values index -> the graph it was created in
+  std::set<const Value*> defined_, used_;
 };
 
 // Owns an mmap'ed file.

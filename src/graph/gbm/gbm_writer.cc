@@ -38,17 +38,15 @@ class Writer {
 
   Result<std::string> run() {
     const Graph& g = *model_.graph;
-    for (size_t i = 0; i < g.values.size(); ++i) index_[g.values[i].get()] = static_cast<int>(i);
+    // One value table for all graphs: the main graph's values first (as in format version 1),
+    // then each subgraph's, depth first.
+    number_values(g);
     std::vector<fbs::Offset<fb::Value>> values;
-    for (const auto& v : g.values) {
+    for (const Value* v : all_values_) {
       GBX_ASSIGN_OR_RETURN(auto off, value(*v));
       values.push_back(off);
     }
-    std::vector<fbs::Offset<fb::Node>> nodes;
-    for (const auto& n : g.nodes) {
-      GBX_ASSIGN_OR_RETURN(auto off, node(*n));
-      nodes.push_back(off);
-    }
+    GBX_ASSIGN_OR_RETURN(auto nodes, node_list(g));
     std::vector<fbs::Offset<fb::Opset>> opsets;
     for (const auto& [domain, version] : model_.opsets)
       opsets.push_back(fb::CreateOpset(b_, b_.CreateString(domain), version));
@@ -64,7 +62,7 @@ class Writer {
         b_, kFormatVersion, b_.CreateString(GEARBOX_VERSION_STRING), b_.CreateVector(isa),
         b_.CreateString(options_.precision), model_.ir_version, b_.CreateString(model_.producer_name),
         b_.CreateString(model_.producer_version), b_.CreateString(g.name), b_.CreateVector(opsets),
-        b_.CreateVector(values), b_.CreateVector(nodes), b_.CreateVector(inputs), b_.CreateVector(outputs),
+        b_.CreateVector(values), nodes, b_.CreateVector(inputs), b_.CreateVector(outputs),
         b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json));
     b_.Finish(root);
 
@@ -91,12 +89,19 @@ class Writer {
   }
 
  private:
+  void number_values(const Graph& g) {
+    for (const auto& v : g.values) {
+      index_[v.get()] = static_cast<int>(all_values_.size());
+      all_values_.push_back(v.get());
+    }
+    for (const auto& n : g.nodes) for_each_subgraph(*n, [&](const Graph& sg) { number_values(sg); });
+  }
+
   Result<int> index(const Value* v) const {
     if (!v) return -1;
     auto it = index_.find(v);
     if (it == index_.end())
-      return make_error(ErrorCode::GBM_UNSUPPORTED, "value '", v->name,
-                        "' is not defined in the main graph (an outer-scope reference)");
+      return make_error(ErrorCode::GBM_UNSUPPORTED, "value '", v->name, "' is not defined in any graph of the model");
     return it->second;
   }
   Result<std::vector<int>> indices(const std::vector<Value*>& vs) const {
@@ -126,44 +131,80 @@ class Writer {
     return fb::CreateTensorData(b_, static_cast<int>(t.dtype()), d, offset, t.nbytes());
   }
 
-  Result<fbs::Offset<fb::Value>> value(const Value& v) {
-    if (v.type.kind != ValueType::Kind::Tensor)
-      return make_error(ErrorCode::GBM_UNSUPPORTED, "value '", v.name, "' is a ", to_string(v.type),
-                        ", not a tensor");
+  fbs::Offset<fb::ValueType> value_type(const ValueType& t) {
+    fbs::Offset<fb::ValueType> elem = 0;
+    if (t.kind != ValueType::Kind::Tensor && t.elem) elem = value_type(*t.elem);
     std::vector<fbs::Offset<fb::Dim>> dims;
-    for (const Dim& d : v.type.shape.dims)
+    for (const Dim& d : t.shape.dims)
       dims.push_back(fb::CreateDim(b_, d.value, d.symbol.empty() ? 0 : b_.CreateString(d.symbol)));
-    auto type = fb::CreateValueType(b_, static_cast<int>(v.type.dtype), v.type.shape.ranked, b_.CreateVector(dims));
+    return fb::CreateValueType(b_, static_cast<int>(t.dtype), t.shape.ranked, b_.CreateVector(dims),
+                               static_cast<int>(t.kind), elem);
+  }
+
+  Result<fbs::Offset<fb::Value>> value(const Value& v) {
+    auto type = value_type(v.type);
     fbs::Offset<fb::TensorData> init = 0;
     // Passes leave the values of removed initializers behind without data: store none.
     if (v.is_initializer && v.initializer.defined()) init = tensor(v.initializer, /*in_blob=*/true);
     return fb::CreateValue(b_, b_.CreateString(v.name), type, init);
   }
 
+  Result<fbs::Offset<fbs::Vector<fbs::Offset<fb::Node>>>> node_list(const Graph& g) {
+    std::vector<fbs::Offset<fb::Node>> nodes;
+    for (const auto& n : g.nodes) {
+      GBX_ASSIGN_OR_RETURN(auto off, node(*n));
+      nodes.push_back(off);
+    }
+    return b_.CreateVector(nodes);
+  }
+
+  Result<fbs::Offset<fb::Graph>> subgraph(const Graph& g) {
+    std::vector<int> owned;
+    for (const auto& v : g.values) owned.push_back(index_.at(v.get()));
+    GBX_ASSIGN_OR_RETURN(auto nodes, node_list(g));
+    GBX_ASSIGN_OR_RETURN(auto inputs, indices(g.inputs));
+    GBX_ASSIGN_OR_RETURN(auto outputs, indices(g.outputs));
+    GBX_ASSIGN_OR_RETURN(auto inits, indices(g.initializers));
+    return fb::CreateGraph(b_, b_.CreateString(g.name), b_.CreateVector(owned), nodes, b_.CreateVector(inputs),
+                           b_.CreateVector(outputs), b_.CreateVector(inits));
+  }
+
   Result<fbs::Offset<fb::Node>> node(const Node& n) {
     std::vector<fbs::Offset<fb::Attribute>> attrs;
     for (const auto& [name, a] : n.attrs) {
-      if (a.type == AttrType::Graph || a.type == AttrType::Graphs)
-        return make_error(ErrorCode::GBM_UNSUPPORTED, "node '", n.name, "' (", n.qualified_op(),
-                          ") has the subgraph attribute '", name, "'");
       fbs::Offset<fb::TensorData> t = 0;
       if (a.type == AttrType::Tensor) t = tensor(a.t, false);
       std::vector<fbs::Offset<fb::TensorData>> ts;
       for (const Tensor& x : a.tensors) ts.push_back(tensor(x, false));
+      fbs::Offset<fb::Graph> g = 0;
+      if (a.type == AttrType::Graph) {
+        if (!a.g)
+          return make_error(ErrorCode::GBM_UNSUPPORTED, "node '", n.name, "' (", n.qualified_op(),
+                            ") has an empty graph attribute '", name, "'");
+        GBX_ASSIGN_OR_RETURN(g, subgraph(*a.g));
+      }
+      std::vector<fbs::Offset<fb::Graph>> gs;
+      for (const auto& sg : a.graphs) {
+        GBX_ASSIGN_OR_RETURN(auto off, subgraph(*sg));
+        gs.push_back(off);
+      }
       attrs.push_back(fb::CreateAttribute(b_, b_.CreateString(name), static_cast<int>(a.type), a.f, a.i,
                                           b_.CreateString(a.s), t, b_.CreateVector(a.floats), b_.CreateVector(a.ints),
-                                          b_.CreateVectorOfStrings(a.strings), b_.CreateVector(ts)));
+                                          b_.CreateVectorOfStrings(a.strings), b_.CreateVector(ts), g,
+                                          b_.CreateVector(gs)));
     }
     GBX_ASSIGN_OR_RETURN(auto ins, indices(n.inputs));
     GBX_ASSIGN_OR_RETURN(auto outs, indices(n.outputs));
     return fb::CreateNode(b_, b_.CreateString(n.name), b_.CreateString(n.op_type), b_.CreateString(n.domain), n.opset,
-                          b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs));
+                          b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs),
+                          n.engine.empty() ? 0 : b_.CreateString(n.engine));
   }
 
   const Model& model_;
   const WriteOptions& options_;
   fbs::FlatBufferBuilder b_{1 << 16};
   std::map<const Value*, int> index_;
+  std::vector<const Value*> all_values_;
   std::vector<uint8_t> blob_;
 };
 

@@ -19,8 +19,9 @@ struct WriteOptions {
   MemoryPlan memory;                        // the optimizer's memory plan
 };
 
-// The file's bytes. GBM_UNSUPPORTED for subgraphs (If/Loop/Scan bodies) and
-// sequence/optional values, which the format does not store yet.
+// The file's bytes: every graph (subgraphs included), each node's engine, the weights.
+// GBM_UNSUPPORTED when the graph is not self-contained (a node reads a value no graph of the
+// model defines, or a graph attribute has no graph).
 Result<std::string> serialize(const Model& model, const WriteOptions& options);
 // serialize() into `path` (FILE_WRITE_FAILED when it cannot be written).
 Status write_file(const Model& model, const std::string& path, const WriteOptions& options);
