@@ -30,9 +30,11 @@ struct Executor::Frame {
 
 Executor::Executor(std::string engine) : engine_(std::move(engine)), engines_(split_list(engine_)) {}
 
-Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine) {
+Result<std::unique_ptr<Executor>> Executor::create(const Model& model, std::string engine,
+                                                   std::unordered_set<const Node*> forced) {
   register_control_flow_kernels();  // idempotent; lives in the runtime layer (needs the IR)
   std::unique_ptr<Executor> ex(new Executor(std::move(engine)));
+  ex->forced_ = std::move(forced);
   ex->main_ = model.graph.get();
   GBX_RETURN_IF_ERROR(ex->plan_graph(*model.graph));
   return ex;
@@ -57,9 +59,18 @@ Status Executor::plan_graph(const Graph& graph) {
     np.node = &n;
     np.index = num_nodes_++;
     np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs};
-    // Engines in priority order: a node's candidates are the first engine's kernels, then the
-    // next engine's, so a dtype the preferred engine lacks falls through to the next one.
-    for (const std::string& engine : engines_)
+    // The node's engine first (runtime/partitioner.h placed it); unless an override forced
+    // it, the engines after it in the priority list follow, so a dtype the chosen engine
+    // lacks falls through to the next one. A node never placed gets every engine in order.
+    std::vector<std::string> order;
+    if (n.engine.empty()) {
+      order = engines_;
+    } else {
+      order.push_back(n.engine);
+      auto at = std::find(engines_.begin(), engines_.end(), n.engine);
+      if (!forced_.count(&n) && at != engines_.end()) order.insert(order.end(), at + 1, engines_.end());
+    }
+    for (const std::string& engine : order)
       for (const auto& def : registry.all())
         if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine &&
             n.opset >= def.since_version && n.opset <= def.end_version)
@@ -68,8 +79,13 @@ Status Executor::plan_graph(const Graph& graph) {
       bool other_opset = false;
       for (const auto& def : registry.all())
         if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
+      std::string tried;
+      for (const std::string& e : order) {
+        if (!tried.empty()) tried += ',';
+        tried += e;
+      }
       return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                        ") has no kernel on engine(s) ", engine_,
+                        ") has no kernel on engine(s) ", tried,
                         other_opset ? " at this opset (other opsets are supported)" : "");
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
@@ -161,8 +177,15 @@ Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const std::ve
     decisive = dt;
   }
   const Node& n = *np.node;
+  std::string tried;
+  for (const KernelDef* cand : np.candidates)
+    if (tried.find(cand->engine) == std::string::npos) {
+      if (!tried.empty()) tried += ',';
+      tried += cand->engine;
+    }
   return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
-                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", engine_);
+                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", tried,
+                    forced_.count(&n) ? " (forced by --engine)" : "");
 }
 
 void Executor::record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx,

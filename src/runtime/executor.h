@@ -3,7 +3,10 @@
 // Subgraphs (If/Loop/Scan bodies) run through the same code with a frame chained to the
 // enclosing one, so they read outer-scope values without copies.
 //
-// Kernels are resolved once at creation (OP_UNSUPPORTED for any node no engine serves);
+// Kernels are resolved once at creation (OP_UNSUPPORTED for any node no engine serves): a
+// node's candidates are those of the engine the partitioner placed it on (Node::engine,
+// runtime/partitioner.h), then -- unless that choice was forced -- those of the engines after
+// it in the priority list; a node without an engine gets every engine's, in priority order.
 // the dtype-specific kernel is picked from that short candidate list on the first run of a
 // prepared plan (runtime/plan_cache.h) and reused by later runs of the same plan. A run with a
 // plan also takes its tensor buffers from the plan's BufferPool. run() is const and keeps all
@@ -13,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/ir.h"
@@ -26,7 +30,10 @@ class NodeObserver;
 
 class Executor {
  public:
-  static Result<std::unique_ptr<Executor>> create(const Model& model, std::string engine);
+  // `engine`: the priority list ("cpu.dnnl,cpu.ref"); `forced`: nodes an --engine override
+  // placed, which run on their engine only.
+  static Result<std::unique_ptr<Executor>> create(const Model& model, std::string engine,
+                                                  std::unordered_set<const Node*> forced = {});
   // Inputs in the main graph's input order; outputs in its output order. With a plan, the
   // run reuses (and fills in) its kernel choices and allocates from its buffer pool.
   // With a profiler, every node executed is recorded under run index `run`; with an observer
@@ -70,6 +77,7 @@ class Executor {
 
   std::string engine_;                // as given: "cpu.dnnl,cpu.ref"
   std::vector<std::string> engines_;  // split, in priority order
+  std::unordered_set<const Node*> forced_;
   const Graph* main_ = nullptr;
   size_t num_nodes_ = 0;
   std::unordered_map<const Graph*, GraphPlan> plans_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "device/memory_pool.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
@@ -17,6 +18,12 @@
 namespace gearbox {
 
 Session::~Session() = default;
+
+std::string resolve_engines(const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const char* env = std::getenv("GEARBOX_ENGINES");
+  return env && *env ? std::string(env) : std::string(kDefaultEngines);
+}
 
 namespace {
 
@@ -72,7 +79,7 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionO
     GBX_ASSIGN_OR_RETURN(Model model, gbm::read_file(path));
     options.optimizer.enabled = false;
     options.optimizer.use_env = false;
-    return create(std::move(model), std::move(options));
+    return create(std::move(model), std::move(options), /*compiled=*/true);
   }
   ImportOptions io;
   io.check_model = options.check_model;
@@ -81,6 +88,10 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionO
 }
 
 Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options) {
+  return create(std::move(model), std::move(options), /*compiled=*/false);
+}
+
+Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options, bool compiled) {
   const int threads = resolve_threads(options.threads);
   if (threads > 0) omp_set_num_threads(threads);
   std::unique_ptr<Session> s(new Session());
@@ -89,14 +100,15 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   s->options_ = std::move(options);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
-  if (s->options_.engine.empty()) {
-    const char* env = std::getenv("GEARBOX_ENGINES");
-    s->options_.engine = env && *env ? std::string(env) : std::string(kDefaultEngines);
-  }
+  s->options_.engine = resolve_engines(s->options_.engine);
   // Passes that pay only on some engine (layout_nhwc) need to know which ones will run.
   s->options_.optimizer.engines = s->options_.engine;
   GBX_ASSIGN_OR_RETURN(s->optimizer_report_, optimize(s->model_, s->options_.optimizer));
-  GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine));
+  // After the passes, which add and fuse nodes; before the executor, which runs each node
+  // on the engine chosen here.
+  GBX_ASSIGN_OR_RETURN(std::vector<EngineOverride> overrides, parse_engine_overrides(s->options_.engine_overrides));
+  GBX_ASSIGN_OR_RETURN(s->partition_, gearbox::partition(s->model_, split_list(s->options_.engine), overrides, compiled));
+  GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine, s->partition_.forced));
   // Resolved now, so a bad GEARBOX_DEVICE_MEMORY is an error at load rather than at a run.
   s->device_pool_ = s->options_.device_pool;
   if (!s->device_pool_) {

@@ -18,6 +18,7 @@
 #include "graph/ir.h"
 #include "graph/optimizer.h"
 #include "kernels/kernel.h"
+#include "runtime/partitioner.h"
 
 namespace gearbox {
 
@@ -29,6 +30,9 @@ class MemoryPool;
 // Highway vector kernels (attention, normalizations, softmax, GELU), the reference engine
 // for everything else.
 inline constexpr std::string_view kDefaultEngines = "cpu.dnnl,cpu.simd,cpu.ref";
+// The priority list a session given `requested` (SessionOptions::engine) uses: it, else
+// GEARBOX_ENGINES, else kDefaultEngines.
+std::string resolve_engines(const std::string& requested);
 
 struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
@@ -36,6 +40,10 @@ struct SessionOptions {
   // first engine with a kernel for its op, opset and dtype. Empty: GEARBOX_ENGINES, else
   // kDefaultEngines.
   std::string engine;
+  // "NODE_OR_OPTYPE=ENGINE" choices that override the priority list (gearbox --engine;
+  // runtime/partitioner.h): a node-name match beats an op-type match; the node then runs on
+  // that engine only.
+  std::vector<std::string> engine_overrides;
   bool check_model = true;           // run onnx's checker at import
   OptimizerOptions optimizer;        // graph passes run at create (graph/optimizer.h)
   // Shape signatures whose prepared plan (kernel choices, recycled buffers) is kept; the
@@ -75,6 +83,8 @@ class Session {
   const OptimizerReport& optimizer_report() const { return optimizer_report_; }
   // The engine priority list this session uses ("cpu.dnnl,cpu.ref").
   const std::string& engines() const { return options_.engine; }
+  // Where the partitioner placed the nodes (regions, nodes per engine): for reports.
+  const Partition& partition() const { return partition_; }
   // The options as resolved at load (engine list filled in): what re-optimizing the same
   // model needs to reproduce this session's graph.
   const SessionOptions& options() const { return options_; }
@@ -107,6 +117,9 @@ class Session {
 
  private:
   Session() = default;
+  // `compiled`: the model comes from a .gbm; its nodes keep the engines they were compiled
+  // for where this session can use them (runtime/partitioner.h).
+  static Result<std::unique_ptr<Session>> create(Model model, SessionOptions options, bool compiled);
 
   Model model_;
   SessionOptions options_;
@@ -114,6 +127,7 @@ class Session {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<PlanCache> plan_cache_;
   OptimizerReport optimizer_report_;
+  Partition partition_;
   int threads_ = 0;  // resolved thread count, applied per calling thread; 0: OpenMP's default
   device::MemoryPool* device_pool_ = nullptr;
 };

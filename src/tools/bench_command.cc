@@ -17,6 +17,7 @@
 
 #include "base/npy.h"
 #include "tools/commands.h"
+#include "tools/engine_option.h"
 #include "tools/latency_stats.h"
 #include "tools/model_inputs.h"
 
@@ -33,6 +34,7 @@ struct BenchOptions {
   bool json = false;
   std::string output_dir;  // outputs of the first run, as .npy
   bool rounds_stdin = false;
+  std::vector<std::string> engines;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
 };
 
 using Clock = std::chrono::steady_clock;
@@ -142,6 +144,7 @@ int bench(const BenchOptions& o) {
 
   SessionOptions so;
   so.threads = o.threads;
+  so.engine_overrides = o.engines;
   auto t_load = Clock::now();
   auto session = Session::load(o.model, so);
   const double load_ms = ms_since(t_load);
@@ -216,6 +219,7 @@ void add_bench_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable); others get random data");
   sub->add_option("--shape", o->shapes, "NAME:D0,D1,... dims of a random input, fixing its symbolic dims (repeatable)");
   sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
+  add_engine_option(sub, &o->engines);
   sub->add_option("--loop", o->loop, "Timed runs (default 10)");
   sub->add_option("--warmup", o->warmup, "Untimed runs after the first run (default 1)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");

@@ -6,11 +6,15 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "device/device.h"
 #include "graph/gbm/gbm_writer.h"
 #include "graph/onnx_importer.h"
 #include "graph/optimizer.h"
+#include "runtime/partitioner.h"
+#include "runtime/session.h"
 #include "tools/commands.h"
+#include "tools/engine_option.h"
 
 namespace gearbox::cli {
 namespace {
@@ -23,7 +27,25 @@ struct CompileOptions {
   std::string fusion_switch;                // --fusion-switch FILE.json
   std::string target = "native";
   std::string report_path;
+  std::vector<std::string> engines;         // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
 };
+
+// The report's "partition" object: the priority list, nodes per engine, the regions.
+nlohmann::json partition_json(const Partition& p) {
+  nlohmann::json regions = nlohmann::json::array();
+  for (const PartitionRegion& r : p.regions)
+    regions.push_back({{"id", r.id},
+                       {"engine", r.engine},
+                       {"graph", r.graph},
+                       {"nodes", r.nodes},
+                       {"first_node", r.first_node},
+                       {"last_node", r.last_node}});
+  return {{"engines", p.engines},
+          {"nodes", p.nodes},
+          {"node_counts", p.node_counts},
+          {"forced_nodes", p.forced.size()},
+          {"regions", regions}};
+}
 
 // Fixes the declared shapes of named inputs; their symbolic dims also become values for the
 // memory plan. Intermediate shapes are not re-inferred (docs/gbm.md).
@@ -79,14 +101,22 @@ int compile(const CompileOptions& o) {
     if (!sw.ok()) return report(sw.status());
     opts.switches = std::move(sw).value();
   }
+  // Syntax first, before paying for the import.
+  auto overrides = parse_engine_overrides(o.engines);
+  if (!overrides.ok()) return report(overrides.status());
   auto model = import_onnx_file(o.model);
   if (!model.ok()) return report(model.status());
   if (Status s = apply_input_shapes(*model, o.input_shape, opts); !s.ok()) return report(s);
   auto rep = optimize(*model, opts);
   if (!rep.ok()) return report(rep.status());
+  // Engines are chosen as a session would (SessionOptions::engine, else GEARBOX_ENGINES, else
+  // the default list) and stored per node in the .gbm.
+  auto part = partition(*model, split_list(resolve_engines("")), *overrides);
+  if (!part.ok()) return report(part.status());
 
   gbm::WriteOptions wo;
-  // Every node runs on cpu.ref, which needs nothing beyond what this binary was built for:
+  // The engines' kernels pick their code path on the running CPU (oneDNN's JIT, Highway's
+  // dynamic dispatch), so the file needs nothing beyond what this binary was built for:
   // native records the build's ISA, generic records none.
   if (o.target == "native") wo.required_isa = device::build_required_isa();
   wo.optimizer_report_json = rep->to_json();
@@ -98,12 +128,14 @@ int compile(const CompileOptions& o) {
   auto gbm_bytes = std::filesystem::file_size(o.output, ec);
   std::cout << "compiled " << o.model << " -> " << o.output << ": " << rep->nodes_before << " -> "
             << rep->nodes_after << " nodes, " << gbm_bytes << " bytes (target " << o.target << ")\n";
+  std::cout << "partition: " << part->summary() << "\n";
   if (!o.report_path.empty()) {
     nlohmann::json j = nlohmann::json::parse(rep->to_json());
     j["onnx_bytes"] = onnx_bytes;
     j["gbm_bytes"] = gbm_bytes;
     j["target"] = o.target;
     j["required_isa"] = wo.required_isa;
+    j["partition"] = partition_json(*part);
     std::ofstream f(o.report_path);
     f << j.dump(2) << "\n";
     if (!f) return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write the report '", o.report_path, "'"));
@@ -121,6 +153,7 @@ void add_compile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--input-shape", o->input_shape, "Fix input shapes: \"name:1,3,224,224;name2:...\"");
   sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
   sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
+  add_engine_option(sub, &o->engines);
   sub->add_option("--target", o->target, "native: require this build's CPU features; generic: require none");
   sub->add_option("--report", o->report_path, "Write the optimizer report and file sizes as JSON");
   sub->callback([o, action] { *action = [o] { return compile(*o); }; });

@@ -18,6 +18,7 @@
 #include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
+#include "tools/engine_option.h"
 #include "tools/model_inputs.h"
 #include "tools/profile_dump.h"
 #include "tools/profile_report.h"
@@ -35,6 +36,7 @@ struct ProfileOptions {
   std::string output_dir;
   std::vector<std::string> disabled_passes;
   DumpOptions dump;  // --dump-tensors, --dump-dir
+  std::vector<std::string> engines;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
 };
 
 Status write_file(const std::filesystem::path& path, const std::string& text) {
@@ -114,6 +116,7 @@ int profile(const ProfileOptions& o) {
   SessionOptions so;
   so.threads = o.threads;
   so.optimizer.disabled_passes = o.disabled_passes;
+  so.engine_overrides = o.engines;
   so.optimizer.plan_memory = true;  // memory.csv shows the arena plan next to the pool's use
   auto session = Session::load(o.model, so);
   if (!session.ok()) return report(session.status());
@@ -188,6 +191,7 @@ void add_profile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--warmup", o->warmup, "Unprofiled runs first (default 1)");
   sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
   sub->add_option("--disable-pass", o->disabled_passes, "Switch an optimizer pass off (repeatable)");
+  add_engine_option(sub, &o->engines);
   sub->add_option("--output-dir", o->output_dir, "Where trace.json, op_summary.csv, memory.csv, report.html go")
       ->required();
   add_dump_options(sub, &o->dump);

@@ -11,6 +11,7 @@
 
 #include "base/npy.h"
 #include "tools/commands.h"
+#include "tools/engine_option.h"
 #include "tools/latency_stats.h"
 #include "tools/model_inputs.h"
 #include "tools/profile_dump.h"
@@ -30,6 +31,7 @@ struct RunOptions {
   std::vector<std::string> disable_passes;  // --disable-pass NAME (repeatable)
   std::string fusion_switch;                // --fusion-switch FILE.json
   DumpOptions dump;                         // --dump-tensors, --dump-dir
+  std::vector<std::string> engines;         // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
 };
 
 // A short preview of a tensor's first values, for the human-readable report.
@@ -50,6 +52,7 @@ int run(const RunOptions& o) {
   SessionOptions so;
   so.threads = o.threads;
   so.optimizer.disabled_passes = o.disable_passes;
+  so.engine_overrides = o.engines;
   if (!o.fusion_switch.empty()) {
     auto sw = read_fusion_switch_file(o.fusion_switch);
     if (!sw.ok()) return report(sw.status());
@@ -114,6 +117,7 @@ int run(const RunOptions& o) {
   }
   std::cout << "model: " << o.model << "  (" << (*session)->model().graph->nodes.size() << " nodes, engine "
             << (*session)->engines() << ", " << threads << " threads)\n";
+  std::cout << "partition: " << (*session)->partition().summary() << "\n";
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::cout << "output " << infos[i].name << ": " << describe(outputs[i]) << " " << preview(outputs[i]);
     if (!out_list[i]["file"].is_null()) std::cout << " -> " << out_list[i]["file"].get<std::string>();
@@ -141,6 +145,7 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
   sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
   sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
+  add_engine_option(sub, &o->engines);
   add_dump_options(sub, &o->dump);
   sub->callback([o, action] { *action = [o] { return run(*o); }; });
 }

@@ -1,0 +1,308 @@
+// Partitioning: one engine per node, the regions they form, the [PARTITION] log.
+#include "runtime/partitioner.h"
+
+#include <algorithm>
+#include <set>
+
+#include "base/logging.h"
+#include "kernels/kernel.h"
+#include "runtime/control_flow.h"
+
+namespace gearbox {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+bool matches_op(const KernelDef& def, const Node& n) {
+  return def.op_type == n.op_type && def.domain == n.domain && n.opset >= def.since_version &&
+         n.opset <= def.end_version;
+}
+
+// The static dtype of the input that decides `def`'s kernel; Undefined when not known
+// (the executor then decides at the first run, as it does for non-tensor values).
+DType static_dtype(const KernelDef& def, const Node& n) {
+  const size_t di = static_cast<size_t>(def.dtype_input);
+  const Value* v = di < n.inputs.size() ? n.inputs[di] : nullptr;
+  return v && v->type.kind == ValueType::Kind::Tensor ? v->type.dtype : DType::Undefined;
+}
+
+bool accepts(const KernelDef& def, DType dt) {
+  return dt == DType::Undefined || def.dtypes.empty() ||
+         std::find(def.dtypes.begin(), def.dtypes.end(), dt) != def.dtypes.end();
+}
+
+// What `engine` offers node n: any kernel for its op at its opset, and one for its static dtype.
+struct Support {
+  bool op = false;
+  bool dtype = false;
+  DType wanted = DType::Undefined;  // the static dtype a kernel lacked (for messages)
+};
+
+Support support(const Node& n, std::string_view engine) {
+  Support s;
+  for (const KernelDef& def : KernelRegistry::global().all()) {
+    if (def.engine != engine || !matches_op(def, n)) continue;
+    s.op = true;
+    const DType dt = static_dtype(def, n);
+    if (accepts(def, dt)) s.dtype = true;
+    else s.wanted = dt;
+  }
+  return s;
+}
+
+// Every engine some kernel is registered for, sorted.
+std::vector<std::string> known_engines() {
+  std::set<std::string> names;
+  for (const KernelDef& def : KernelRegistry::global().all()) names.insert(std::string(def.engine));
+  return {names.begin(), names.end()};
+}
+
+// Engines (any, not only the session's) with a kernel for n's op at its opset.
+std::vector<std::string> engines_serving(const Node& n) {
+  std::set<std::string> names;
+  for (const KernelDef& def : KernelRegistry::global().all())
+    if (matches_op(def, n)) names.insert(std::string(def.engine));
+  return {names.begin(), names.end()};
+}
+
+// The OP_UNSUPPORTED for a node none of `engines` serves, with the way out that applies.
+Status unsupported(const Node& n, const std::vector<std::string>& engines) {
+  std::vector<std::string> elsewhere = engines_serving(n);
+  std::set<std::string> opset_ranges;
+  for (const KernelDef& def : KernelRegistry::global().all())
+    if (def.op_type == n.op_type && def.domain == n.domain)
+      opset_ranges.insert(def.end_version >= (1 << 30)
+                              ? std::to_string(def.since_version) + "+"
+                              : std::to_string(def.since_version) + "-" + std::to_string(def.end_version));
+  std::string fix;
+  if (!elsewhere.empty())
+    fix = "engine(s) " + join(elsewhere) + " have it: add one to the engine list (GEARBOX_ENGINES) or force it with --engine " +
+          n.op_type + "=" + elsewhere.front();
+  else if (!opset_ranges.empty())
+    fix = "gearbox implements it only at opset(s) " + join({opset_ranges.begin(), opset_ranges.end()}) +
+          ": re-export the model at one of them";
+  else
+    fix = "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
+          "operators";
+  return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
+                    ") has no kernel on the engines tried (", join(engines), "); ", fix);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+class Partitioner {
+ public:
+  Partitioner(const Graph& main, const std::vector<std::string>& engines, const std::vector<EngineOverride>& overrides,
+              bool keep_placed)
+      : main_(main), engines_(engines), overrides_(overrides), keep_placed_(keep_placed), matched_(overrides.size(), false) {
+    out_.engines = engines;
+  }
+
+  Result<Partition> run(Graph& main) {
+    const std::vector<std::string> known = known_engines();
+    for (const EngineOverride& ov : overrides_)
+      if (std::find(known.begin(), known.end(), ov.engine) == known.end())
+        return make_error(ErrorCode::USAGE, "--engine ", ov.target, "=", ov.engine, ": '", ov.engine,
+                          "' is not an engine of this gearbox; the engines are ", join(known));
+    GBX_RETURN_IF_ERROR(visit(main, main.name.empty() ? "main" : main.name));
+    for (size_t i = 0; i < overrides_.size(); ++i)
+      if (!matched_[i]) return unmatched(overrides_[i]);
+    if (out_.reassigned)
+      GBX_LOG_WARN("PARTITION", "{} node(s) came with an engine this session cannot use (engines {}) and were placed again: {}",
+                   out_.reassigned, join(engines_, ","), join(reassigned_names_));
+    GBX_LOG_INFO("PARTITION", "{}", out_.summary());
+    for (const PartitionRegion& r : out_.regions)
+      GBX_LOG_DEBUG("PARTITION", "region {}: {} in graph '{}', {} node(s), {} .. {}", r.id, r.engine, r.graph, r.nodes,
+                    r.first_node, r.last_node);
+    return std::move(out_);
+  }
+
+ private:
+  // The override for n: one naming the node beats one naming its op type.
+  const EngineOverride* override_for(const Node& n) {
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < overrides_.size(); ++i) {
+        const std::string& t = overrides_[i].target;
+        const bool hit = pass == 0 ? t == n.name : (t == n.op_type || t == n.qualified_op());
+        if (hit) {
+          matched_[i] = true;
+          return &overrides_[i];
+        }
+      }
+    return nullptr;
+  }
+
+  Status place(Node& n) {
+    if (const EngineOverride* ov = override_for(n)) {
+      const Support s = support(n, ov->engine);
+      if (!s.op || !s.dtype) {
+        std::vector<std::string> have = engines_serving(n);
+        return make_error(ErrorCode::USAGE, "--engine ", ov->target, "=", ov->engine, ": node '", n.name, "' (",
+                          n.qualified_op(), ", opset ", n.opset, ") has no kernel on ", ov->engine,
+                          s.op ? " for dtype " + std::string(dtype_name(s.wanted)) : std::string(),
+                          have.empty() ? "; no engine has one" : "; engines with it: " + join(have),
+                          " (force one of those, or name the node rather than its op type)");
+      }
+      n.engine = ov->engine;
+      out_.forced.insert(&n);
+      return Status::OK();
+    }
+    if (!keep_placed_) n.engine.clear();
+    if (!n.engine.empty()) {
+      const bool listed = std::find(engines_.begin(), engines_.end(), n.engine) != engines_.end();
+      if (listed && support(n, n.engine).op) return Status::OK();
+      GBX_LOG_DEBUG("PARTITION", "node '{}' ({}): engine {} is not usable here; placing it again", n.name,
+                    n.qualified_op(), n.engine);
+      if (reassigned_names_.size() < 5) reassigned_names_.push_back(n.name + " (" + n.engine + ")");
+      else if (reassigned_names_.size() == 5) reassigned_names_.push_back("...");
+      ++out_.reassigned;
+      n.engine.clear();
+    }
+    // The first engine with the dtype; else the first with the op at all, where the run
+    // reports DTYPE_UNSUPPORTED if the dtype really arrives (the static type may be wrong).
+    std::string first_with_op;
+    for (const std::string& e : engines_) {
+      const Support s = support(n, e);
+      if (s.op && s.dtype) {
+        n.engine = e;
+        return Status::OK();
+      }
+      if (s.op && first_with_op.empty()) first_with_op = e;
+    }
+    if (first_with_op.empty()) return unsupported(n, engines_);
+    n.engine = first_with_op;
+    return Status::OK();
+  }
+
+  Status visit(Graph& g, const std::string& name) {
+    for (auto& node : g.nodes) GBX_RETURN_IF_ERROR(place(*node));
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const Node& n = *g.nodes[i];
+      ++out_.nodes;
+      ++out_.node_counts[n.engine];
+      if (i == 0 || g.nodes[i - 1]->engine != n.engine) {
+        PartitionRegion r;
+        r.id = static_cast<int>(out_.regions.size());
+        r.graph = name;
+        r.engine = n.engine;
+        r.first = i;
+        r.first_node = n.name;
+        out_.regions.push_back(std::move(r));
+      }
+      out_.regions.back().nodes++;
+      out_.regions.back().last_node = n.name;
+    }
+    for (auto& node : g.nodes)
+      for (auto& [attr, a] : node->attrs) {
+        const std::string sub = node->name + "/" + attr;
+        if (a.g) GBX_RETURN_IF_ERROR(visit(*a.g, a.g->name.empty() ? sub : a.g->name));
+        for (auto& sg : a.graphs) GBX_RETURN_IF_ERROR(visit(*sg, sg->name.empty() ? sub : sg->name));
+      }
+    return Status::OK();
+  }
+
+  Status unmatched(const EngineOverride& ov) {
+    // Close names: node names and op types within a small edit distance, or containing it.
+    std::set<std::string> ops;
+    std::vector<std::string> close;
+    auto consider = [&](const std::string& s) {
+      if (close.size() >= 6 || std::find(close.begin(), close.end(), s) != close.end()) return;
+      if (edit_distance(s, ov.target) <= 2 || (ov.target.size() >= 3 && s.find(ov.target) != std::string::npos))
+        close.push_back(s);
+    };
+    names_.clear();
+    collect(main_, ops);
+    for (const std::string& s : ops) consider(s);
+    for (const std::string& s : names_) consider(s);
+    return make_error(ErrorCode::USAGE, "--engine ", ov.target, "=", ov.engine, ": no node is named '", ov.target,
+                      "' or has that op type (after graph optimization, which fuses and renames nodes)",
+                      close.empty() ? "; the op types are " + join({ops.begin(), ops.end()})
+                                    : "; close names: " + join(close),
+                      ". Name a node or op type of the optimized graph (GEARBOX_LOG_LEVEL=debug lists the regions), "
+                      "or switch the fusing pass off with --disable-pass");
+  }
+
+  void collect(const Graph& g, std::set<std::string>& ops) {
+    for (const auto& n : g.nodes) {
+      ops.insert(n->op_type);
+      if (!n->domain.empty()) ops.insert(n->qualified_op());
+      names_.push_back(n->name);
+      for_each_subgraph(*n, [&](const Graph& sg) { collect(sg, ops); });
+    }
+  }
+
+ private:
+  const Graph& main_;
+  const std::vector<std::string>& engines_;
+  const std::vector<EngineOverride>& overrides_;
+  const bool keep_placed_;
+  std::vector<bool> matched_;
+  std::vector<std::string> reassigned_names_;
+  std::vector<std::string> names_;
+  Partition out_;
+};
+
+}  // namespace
+
+Result<std::vector<EngineOverride>> parse_engine_overrides(const std::vector<std::string>& specs) {
+  std::vector<EngineOverride> out;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return make_error(ErrorCode::USAGE, "--engine '", spec,
+                        "' is not NODE_OR_OPTYPE=ENGINE (e.g. --engine Conv=cpu.ref or --engine conv1=cpu.dnnl)");
+    EngineOverride ov{spec.substr(0, eq), spec.substr(eq + 1)};
+    for (const EngineOverride& prev : out)
+      if (prev.target == ov.target && prev.engine != ov.engine)
+        return make_error(ErrorCode::USAGE, "--engine gives '", ov.target, "' two engines: ", prev.engine, " and ",
+                          ov.engine);
+    out.push_back(std::move(ov));
+  }
+  return out;
+}
+
+std::string Partition::summary() const {
+  std::string s = std::to_string(nodes) + (nodes == 1 ? " node, " : " nodes, ") + std::to_string(regions.size()) +
+                  (regions.size() == 1 ? " region:" : " regions:");
+  bool first = true;
+  for (const std::string& e : engines) {
+    auto it = node_counts.find(e);
+    if (it == node_counts.end()) continue;
+    s += (first ? " " : ", ") + e + " " + std::to_string(it->second);
+    first = false;
+  }
+  // Engines placed by an override but not in the priority list.
+  for (const auto& [e, count] : node_counts)
+    if (std::find(engines.begin(), engines.end(), e) == engines.end()) {
+      s += (first ? " " : ", ") + e + " " + std::to_string(count);
+      first = false;
+    }
+  return s;
+}
+
+Result<Partition> partition(Model& model, const std::vector<std::string>& engines,
+                            const std::vector<EngineOverride>& overrides, bool keep_placed) {
+  register_control_flow_kernels();  // If/Loop/Scan are kernels too; idempotent
+  if (!model.graph) return make_error(ErrorCode::INTERNAL, "partition: the model has no graph");
+  return Partitioner(*model.graph, engines, overrides, keep_placed).run(*model.graph);
+}
+
+}  // namespace gearbox
