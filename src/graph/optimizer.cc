@@ -46,6 +46,9 @@ const std::vector<PassEntry>& pipeline() {
       {{"layout_nhwc", "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
         "Transposes at the boundaries (only when the engines prefer cpu.dnnl)"},
        passes::layout_nhwc},
+      {{"transpose_sinking", "move a Transpose down through element-wise ops (and Binary(Transpose, Transpose) -> "
+        "Transpose(Binary)) when it then merges with the next Transpose"},
+       passes::sink_transposes},
       {{"dead_node_elimination", "remove nodes whose outputs nothing reads"}, passes::eliminate_dead_nodes},
   };
   return kPipeline;

@@ -20,6 +20,8 @@ Result<int> fold_static_shapes(Graph& g, const PassContext& ctx);  // Shape/Size
 Result<int> fold_constants(Graph& g, const PassContext& ctx);
 // transpose_reshape.cc
 Result<int> cancel_transpose_reshape(Graph& g, const PassContext& ctx);
+// transpose_sinking.cc (runs after layout_nhwc, whose boundary Transposes it merges)
+Result<int> sink_transposes(Graph& g, const PassContext& ctx);
 // conv_bn_fold.cc
 Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
 // fusions into com.gearbox operators (kernels: src/kernels/cpu/ref/fused_*.cc)
