@@ -1,5 +1,6 @@
-// The sequential executor: runs a model's nodes in topological order on one engine's
-// kernels, keeping only live values (each intermediate is released after its last use).
+// The sequential executor: runs a model's nodes in topological order, each on the kernels
+// of the engine the partitioner chose for it, keeping only live values (each intermediate is
+// released after its last use).
 // Subgraphs (If/Loop/Scan bodies) run through the same code with a frame chained to the
 // enclosing one, so they read outer-scope values without copies.
 //

@@ -136,18 +136,22 @@ class Partitioner {
   }
 
  private:
-  // The override for n: one naming the node beats one naming its op type.
+  // The override for n: one naming the node beats one naming its op type. Both count as
+  // matched (an op-type override beaten by a name is not a typo to report).
   const EngineOverride* override_for(const Node& n) {
-    for (int pass = 0; pass < 2; ++pass)
-      for (size_t i = 0; i < overrides_.size(); ++i) {
-        const std::string& t = overrides_[i].target;
-        const bool hit = pass == 0 ? t == n.name : (t == n.op_type || t == n.qualified_op());
-        if (hit) {
-          matched_[i] = true;
-          return &overrides_[i];
-        }
+    const EngineOverride* by_name = nullptr;
+    const EngineOverride* by_op = nullptr;
+    for (size_t i = 0; i < overrides_.size(); ++i) {
+      const std::string& t = overrides_[i].target;
+      if (t == n.name) {
+        matched_[i] = true;
+        if (!by_name) by_name = &overrides_[i];
+      } else if (t == n.op_type || t == n.qualified_op()) {
+        matched_[i] = true;
+        if (!by_op) by_op = &overrides_[i];
       }
-    return nullptr;
+    }
+    return by_name ? by_name : by_op;
   }
 
   Status place(Node& n) {

@@ -131,6 +131,17 @@ TEST(Partition, NodeNameBeatsOpType) {
   }
 }
 
+// An op-type override whose only node is claimed by a name override still matched something.
+TEST(Partition, OpTypeOverrideBeatenByNameIsNotUnmatched) {
+  GraphBuilder b;
+  b.output(b.op("Neg", {b.op("Relu", {b.input("x", DType::F32, {2})})}));
+  Model m = b.take();
+  auto p = partition(m, engines("cpu.ref"), overrides({"Relu=cpu.ref", "Relu_0=test.part"}));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ(placed(m), (std::vector<std::string>{"test.part", "cpu.ref"}));
+  EXPECT_EQ(p->forced.size(), 1u);
+}
+
 TEST(Partition, QualifiedOpTypeMatches) {
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {2, 3});
