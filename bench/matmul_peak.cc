@@ -3,7 +3,7 @@
 // peak the device calibration measures in the same run.
 //
 //   ninja -C build gearbox_bench_matmul && build/bench/gearbox_bench_matmul [--threads T] [--runs R] [--json]
-//                                                                          [--cpu-time]
+//                                                                          [--cpu-time] [--shape MxKxN[c]]...
 //
 // Shapes: 1024^3 and 2048^3 with a run-time B (packed per call by both engines), and
 // BERT-base's linear layers (M = 128 tokens) with a constant B (an initializer: both engines
@@ -12,9 +12,10 @@
 // per shape and engine, the median sample's GFLOP/s (2 M K N / t) and its ratio to the
 // measured peak, the simd/dnnl speed ratio, and the largest difference between the two
 // engines' outputs. --json prints the same as one JSON object. --cpu-time times with the
-// process's CPU time instead of wall time: with --threads 1 on a loaded machine that is the
-// kernel's own speed, unaffected by time the scheduler gives other processes (with more
-// threads it also counts OpenMP's spin-waiting, so it is not meaningful there).
+// calling thread's CPU time instead of wall time: with --threads 1 (all the work on that
+// thread) on a loaded machine that is the kernel's own speed, unaffected by time the
+// scheduler gives other processes (meaningless with more threads). --shape
+// replaces the shapes with the given ones (suffix c: constant B).
 #include <omp.h>
 
 #include <algorithm>
@@ -69,7 +70,7 @@ Tensor random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
 double now(bool cpu_time) {
   if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
@@ -83,11 +84,21 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int runs = 9;
   bool json = false, cpu_time = false;
+  std::vector<Case> custom;
+  std::vector<std::string> names;  // keeps the custom cases' names alive
+  names.reserve(static_cast<size_t>(argc));
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) json = true;
     if (std::strcmp(argv[i], "--cpu-time") == 0) cpu_time = true;
     if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) omp_set_num_threads(std::atoi(argv[i + 1]));
     if (i + 1 < argc && std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
+    long long m = 0, k = 0, n = 0;
+    char c = 0;
+    if (i + 1 < argc && std::strcmp(argv[i], "--shape") == 0 &&
+        std::sscanf(argv[i + 1], "%lldx%lldx%lld%c", &m, &k, &n, &c) >= 3 && m > 0 && k > 0 && n > 0) {
+      names.push_back(argv[i + 1]);
+      custom.push_back({names.back().c_str(), m, k, n, c == 'c'});
+    }
   }
   const KernelDef* defs[2] = {KernelRegistry::global().find("", "MatMul", 13, kEngineDnnl, DType::F32),
                               KernelRegistry::global().find("", "MatMul", 13, kEngineSimd, DType::F32)};
@@ -112,11 +123,12 @@ int main(int argc, char** argv) {
     std::printf("%-22s %6s | %9s %8s | %9s %8s | %9s %10s\n", "shape (M x K x N)", "B", "dnnl GF/s", "of peak",
                 "simd GF/s", "of peak", "simd/dnnl", "max |diff|");
   }
-  const Case shapes[] = {
+  std::vector<Case> shapes = {
       {"1024^3", 1024, 1024, 1024, false},         {"2048^3", 2048, 2048, 2048, false},
       {"bert 128x768x768", 128, 768, 768, true},   {"bert 128x768x2304", 128, 768, 2304, true},
       {"bert 128x768x3072", 128, 768, 3072, true}, {"bert 128x3072x768", 128, 3072, 768, true},
   };
+  if (!custom.empty()) shapes = custom;
   std::string out = "{\"threads\": " + std::to_string(omp_get_max_threads()) +
                     ", \"peak_gflops\": " + std::to_string(peak) + ", \"shapes\": [";
   bool first = true;

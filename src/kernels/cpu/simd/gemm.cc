@@ -39,9 +39,25 @@ std::atomic<int64_t> g_packs{0};
 
 struct PackedB {
   Tensor source;  // keeps the constant's buffer (and so the cache key's address) alive
-  hwy::AlignedFreeUniquePtr<float[]> data;
+  hwy::AlignedFreeUniquePtr<float[]> data;  // owned storage (empty when ptr is a thread buffer)
+  float* ptr = nullptr;
   int64_t batch_floats = 0;  // floats per packed B batch
 };
+
+// The calling thread's grow-only buffer for a run-time B (reused by its next call: a fresh
+// allocation of this size is a fresh mmap, page faults included, every call); null when
+// the B is larger than kThreadBCap floats (allocated per call instead).
+constexpr int64_t kThreadBCap = int64_t{16} << 20;
+float* thread_runtime_b(int64_t floats) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  thread_local int64_t size = 0;
+  if (floats > kThreadBCap) return nullptr;
+  if (size < floats) {
+    buf = hwy::AllocateAligned<float>(static_cast<size_t>(floats));
+    size = floats;
+  }
+  return buf.get();
+}
 
 // LRU of constant packed B; thread-safe.
 class PackedCache {
@@ -97,15 +113,21 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
   }
   auto e = std::make_shared<PackedB>();
   e->batch_floats = packed_b_floats(k, n, nr);
-  e->data = hwy::AllocateAligned<float>(static_cast<size_t>(e->batch_floats * nb));
+  e->ptr = constant ? nullptr : thread_runtime_b(e->batch_floats * nb);
+  if (!e->ptr) {
+    e->data = hwy::AllocateAligned<float>(static_cast<size_t>(e->batch_floats * nb));
+    e->ptr = e->data.get();
+  }
   const float* src = b.data<float>();
-  float* dst = e->data.get();
-  const int64_t panels = (n + nr - 1) / nr;
+  float* dst = e->ptr;
+  // Threads take row ranges (each reads whole rows of a row-major B).
+  constexpr int64_t kRows = 64;
+  const int64_t row_blocks = (k + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static) if (nb * k * n > (1 << 16))
-  for (int64_t t = 0; t < nb * panels; ++t) {
-    const int64_t i = t / panels, q = t % panels;
-    pack_b(src + i * batch_stride + q * nr * cs, rs, cs, k, std::min(nr, n - q * nr), nr,
-           dst + i * e->batch_floats + q * nr * k);
+  for (int64_t t = 0; t < nb * row_blocks; ++t) {
+    const int64_t i = t / row_blocks, k0 = (t % row_blocks) * kRows;
+    pack_b(src + i * batch_stride + k0 * rs, rs, cs, std::min(kRows, k - k0), n, nr, k * nr,
+           dst + i * e->batch_floats + k0 * nr);
   }
   ++g_packs;
   if (constant) {
@@ -115,42 +137,77 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
   return e;
 }
 
+// Grow-only buffers of the calling thread: the per-thread A block of compute_block, and the
+// whole packed A of one call shared by the team (kept between calls: a fresh allocation of
+// this size would be a fresh mmap, page faults included, every call).
 float* thread_apack() {
   thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
   if (!buf) buf = hwy::AllocateAligned<float>(static_cast<size_t>(a_pack_floats()));
   return buf.get();
 }
+float* thread_shared_a(int64_t floats) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  thread_local int64_t size = 0;
+  if (size < floats) {
+    buf = hwy::AllocateAligned<float>(static_cast<size_t>(floats));
+    size = floats;
+  }
+  return buf.get();
+}
 
-// At most this many B panels per work item: the item's B block (kKc x 8 NR floats, 384 KiB
-// on AVX-512) stays in L2 while its A block is reused over it.
+// At most this many B panels per work item: the item's B block (kc x 8 NR floats, 384 KiB
+// on AVX-512 with kc 256) stays in L2 while its A block is reused over it.
 constexpr int64_t kMaxPanels = 8;
+// Work items per thread to aim for, so a thread the OS delays leaves its share to others.
+constexpr int64_t kItemsPerThread = 4;
+// The largest whole-call packed A (floats) kept per calling thread; beyond it each work item
+// packs its own A blocks.
+constexpr int64_t kSharedACap = int64_t{8} << 20;
 
-// Runs equally shaped products (one per output batch) over the OpenMP team.
-void run(const std::vector<Problem>& probs) {
+// Runs equally shaped products (one per output batch) over the OpenMP team. Work items are
+// (product, M block, group of B panels). When several items share an M block, A is packed
+// once per call by the team (then a barrier) instead of once per item.
+void run(std::vector<Problem>& probs) {
   const Blocking bl = blocking();
   const Problem& f = probs[0];
+  const int64_t nprob = static_cast<int64_t>(probs.size());
   const int64_t np = (f.n + bl.nr - 1) / bl.nr;
   // M blocks of at most kMcRows rows (a multiple of mr), evenly sized.
   const int64_t nmb0 = (f.m + kMcRows - 1) / kMcRows;
   const int64_t mc = ((f.m + nmb0 - 1) / nmb0 + bl.mr - 1) / bl.mr * bl.mr;
   const int64_t nmb = (f.m + mc - 1) / mc;
-  const int64_t outer = static_cast<int64_t>(probs.size()) * nmb;
+  const int64_t outer = nprob * nmb;
   const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  // Enough items for every thread: split N when there are fewer (batch, M block) pairs.
-  const int64_t nsplit = std::max<int64_t>(1, (threads + outer - 1) / outer);
+  // Split N when there are fewer (product, M block) pairs than the items wanted.
+  const int64_t want = threads > 1 ? threads * kItemsPerThread : 1;
+  const int64_t nsplit = std::max<int64_t>(1, (want + outer - 1) / outer);
   const int64_t chunk = std::min(kMaxPanels, std::max<int64_t>(1, (np + nsplit - 1) / nsplit));
   const int64_t nch = (np + chunk - 1) / chunk;
   const int64_t items = outer * nch;
+  const int64_t kcb = k_block(f.k, f.kc), nk = (f.k + kcb - 1) / kcb;
+  const int64_t blk = a_block_floats(mc, kcb);
+  const bool share = nch > 1 && outer * nk * blk <= kSharedACap;
+  float* shared = share ? thread_shared_a(outer * nk * blk) : nullptr;
   const double flops = 2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) *
-                       static_cast<double>(probs.size());
+                       static_cast<double>(nprob);
 #pragma omp parallel if (items > 1 && flops > 1e6)
   {
-    float* apack = thread_apack();
+    float* apack = share ? nullptr : thread_apack();
+    if (share) {
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < outer * nk; ++t) {
+        const int64_t kb = t % nk, mb = (t / nk) % nmb, b = t / nk / nmb;
+        const int64_t m0 = mb * mc;
+        pack_a(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc) - m0, kb * kcb,
+               std::min(kcb, f.k - kb * kcb), shared + t * blk);
+      }
+    }
 #pragma omp for schedule(dynamic, 1)
     for (int64_t it = 0; it < items; ++it) {
       const int64_t c = it % nch, rest = it / nch, mb = rest % nmb, b = rest / nmb;
-      compute_block(probs[static_cast<size_t>(b)], mb * mc, std::min(f.m, mb * mc + mc), c * chunk,
-                    std::min(np, c * chunk + chunk), apack);
+      const int64_t m0 = mb * mc;
+      compute_block(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc), c * chunk,
+                    std::min(np, c * chunk + chunk), share ? shared + rest * nk * blk : apack, share ? blk : 0);
     }
   }
 }
@@ -240,7 +297,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     p.a = a.data<float>();
     p.a_rs = k;
     p.m = na * m;
-    p.bp = packed->data.get();
+    p.bp = packed->ptr;
     p.y = y.data<float>();
     probs.push_back(p);
   } else {
@@ -259,7 +316,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
         bstr *= bd[i];
       }
       p.a = a.data<float>() + ai * m * k;
-      p.bp = packed->data.get() + bi * packed->batch_floats;
+      p.bp = packed->ptr + bi * packed->batch_floats;
       p.y = y.data<float>() + t * m * n;
       probs.push_back(p);
     }
@@ -304,10 +361,11 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
   p.a_rs = ta ? 1 : p.k;
   p.a_cs = ta ? p.m : 1;
   const auto packed = pack(b, 1, 0, tb ? 1 : p.n, tb ? p.k : 1, p.k, p.n, ctx.input_is_constant(1));
-  p.bp = packed->data.get();
+  p.bp = packed->ptr;
   p.y = y.data<float>();
   p.ldy = p.n;
-  run({p});
+  std::vector<Problem> one{p};
+  run(one);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -25,8 +25,11 @@ Blocking blocking();
 // Packed B: ceil(n / nr) panels of k x nr floats each (panel p holds columns
 // [p nr, p nr + nr), row kk at offset p k nr + kk nr), zero padded past column n.
 inline int64_t packed_b_floats(int64_t k, int64_t n, int64_t nr) { return (n + nr - 1) / nr * nr * k; }
-// B(kk, j) = b[kk * rs + j * cs] (transB: rs = 1, cs = k).
-void pack_b(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out);
+// Packs `rows` rows of B, B(kk, j) = b[kk * rs + j * cs] (transB: rs = 1, cs = k), into
+// rows [0, rows) of each panel, panel p at out + p * panel_stride (k nr for a whole B; a
+// caller packing rows [k0, k1) passes b + k0 rs and out + k0 nr).
+void pack_b(const float* b, int64_t rs, int64_t cs, int64_t rows, int64_t n, int64_t nr, int64_t panel_stride,
+            float* out);
 
 // The fused activation of FusedMatMul/FusedGemm (kernels/cpu/ref/fused_util.h names).
 enum class Act : int { None, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Silu, Gelu, GeluTanh };
@@ -46,16 +49,32 @@ struct Problem {
   int64_t c_rs = 0, c_cs = 0;
   Act act = Act::None;
   float p0 = 0.f, p1 = 0.f;  // activation parameters (LeakyRelu/HardSigmoid alpha, beta; Clip min, max)
+  int64_t kc = 256;          // K block (<= kKcMax): B micro-panel kc x NR in L1
 };
 
-// K blocking and the M block one work item covers.
-inline constexpr int64_t kKc = 256;
+// The largest K block and the M block one work item covers.
+inline constexpr int64_t kKcMax = 512;
 inline constexpr int64_t kMcRows = 128;
+// K runs in blocks of equal size (<= kc), so a K just over a multiple of kc leaves no sliver.
+inline int64_t k_block(int64_t k, int64_t kc) {
+  const int64_t nk = (k + kc - 1) / kc;
+  return (k + nk - 1) / nk;
+}
+// Row stride of a copied row-major A block: kc plus one cache line, so the MR rows a
+// micro-kernel streams do not map to the same L1 sets.
+inline int64_t a_row_stride(int64_t kc) { return kc + 16; }
+// Floats of one packed A block of `rows` (<= kMcRows) x kc (either layout).
+inline int64_t a_block_floats(int64_t rows, int64_t kc) { return (rows + 7) / 8 * 8 * a_row_stride(kc); }
 // Floats of the per-thread A packing buffer compute_block needs.
 int64_t a_pack_floats();
-// Rows [m0, m1) and B panels [p0, p1) of the problem (m0 a multiple of mr); `apack` holds
-// a_pack_floats() floats, private to the calling thread.
-void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack);
+// A rows [i0, i0 + rows) x [k0, k0 + kc) packed the way compute_block reads it.
+void pack_a(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out);
+// Rows [m0, m1) and B panels [p0, p1) of the problem (m0 a multiple of mr, m1 - m0 <=
+// kMcRows). With a_block_stride 0, `apack` holds a_pack_floats() floats private to the
+// calling thread, and A is packed into it per K block; otherwise the K blocks of this M
+// block are already packed (pack_a with kc = k_block(k, p.kc)) at apack + kb a_block_stride.
+void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack,
+                   int64_t a_block_stride);
 
 // B packings performed (constant and run-time B) and the constant packed B held in the
 // cache (for tests; gemm.cc).

@@ -43,47 +43,64 @@ constexpr int64_t kMR = 4;  // 16 vector registers
 constexpr int64_t kNR = kNV * kL;
 
 Blocking GetBlocking() { return Blocking{kMR, kNR}; }
-int64_t APackFloats() { return (kMcRows + kMR - 1) / kMR * kMR * (kKc + 16); }
+int64_t APackFloats() { return a_block_floats(kMcRows, kKcMax); }
 
-void PackB(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out) {
+void PackB(const float* b, int64_t rs, int64_t cs, int64_t rows, int64_t n, int64_t nr, int64_t panel_stride,
+           float* out) {
+  if (cs == 1) {
+    // Row-major B: each source row is read once, contiguously, and dealt out to the panels
+    // (reading panel by panel would stride through a page per row).
+    for (int64_t kk = 0; kk < rows; ++kk) {
+      const float* src = b + kk * rs;
+      for (int64_t j0 = 0; j0 < n; j0 += nr) {
+        const int64_t cols = std::min(nr, n - j0);
+        float* o = out + (j0 / nr) * panel_stride + kk * nr;
+        std::memcpy(o, src + j0, static_cast<size_t>(cols) * sizeof(float));
+        for (int64_t j = cols; j < nr; ++j) o[j] = 0.f;
+      }
+    }
+    return;
+  }
+  // Transposed B (column j contiguous along k): read down each column.
   for (int64_t j0 = 0; j0 < n; j0 += nr) {
     const int64_t cols = std::min(nr, n - j0);
-    float* o = out + j0 * k;  // panel j0 / nr starts at (j0 / nr) * k * nr
-    for (int64_t kk = 0; kk < k; ++kk, o += nr) {
-      const float* src = b + kk * rs + j0 * cs;
-      if (cs == 1) {
-        std::memcpy(o, src, static_cast<size_t>(cols) * sizeof(float));
-      } else {
-        for (int64_t j = 0; j < cols; ++j) o[j] = src[j * cs];
+    float* o = out + (j0 / nr) * panel_stride;
+    for (int64_t j = 0; j < nr; ++j) {
+      if (j >= cols) {
+        for (int64_t kk = 0; kk < rows; ++kk) o[kk * nr + j] = 0.f;
+        continue;
       }
-      for (int64_t j = cols; j < nr; ++j) o[j] = 0.f;
+      const float* src = b + (j0 + j) * cs;
+      for (int64_t kk = 0; kk < rows; ++kk) o[kk * nr + j] = src[kk * rs];
     }
   }
 }
 
-// acc[r] += A rows x B panel over kc steps; then C rows (+)= acc. A(r, kk) is
-// ap[r * lda + kk] when kDirect (a row-major A read in place: R row streams, each value
-// broadcast straight from memory) or else ap[kk * kMR + r] (a packed panel); bp: kc x kNR,
-// aligned.
-template <int R, bool kDirect>
+// acc += A rows x B panel columns over kc steps; then C rows (+)= acc. R rows, NV vectors
+// of the NR-wide panel (fewer than kNV for a ragged last panel). A(r, kk) is
+// ap[r * lda + kk] when kDirect (a row-major A block: R row streams, each value broadcast
+// straight from memory) or else ap[kk * kMR + r] (a packed panel); bp: kc x kNR, aligned.
+template <int R, int NV, bool kDirect>
 HWY_INLINE void Micro(const float* HWY_RESTRICT ap, int64_t lda, const float* HWY_RESTRICT bp, int64_t kc,
                       float* c, int64_t ldc, bool load_c) {
   const D d;
-  V a0[R], a1[R], a2[R];
+  V acc[NV][R];
   const float* HWY_RESTRICT rowp[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    a0[r] = a1[r] = a2[r] = hn::Zero(d);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[v][r] = hn::Zero(d);
     rowp[r] = ap + r * lda;
   }
   for (int64_t kk = 0; kk < kc; ++kk) {
-    const V b0 = hn::Load(d, bp), b1 = hn::Load(d, bp + kL), b2 = hn::Load(d, bp + 2 * kL);
+    V b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) b[v] = hn::Load(d, bp + v * kL);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const V av = hn::Set(d, kDirect ? rowp[r][kk] : ap[r]);
-      a0[r] = hn::MulAdd(av, b0, a0[r]);
-      a1[r] = hn::MulAdd(av, b1, a1[r]);
-      a2[r] = hn::MulAdd(av, b2, a2[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[v][r] = hn::MulAdd(av, b[v], acc[v][r]);
     }
     if (!kDirect) ap += kMR;
     bp += kNR;
@@ -91,37 +108,43 @@ HWY_INLINE void Micro(const float* HWY_RESTRICT ap, int64_t lda, const float* HW
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float* cr = c + r * ldc;
-    if (load_c) {
-      a0[r] = hn::Add(a0[r], hn::LoadU(d, cr));
-      a1[r] = hn::Add(a1[r], hn::LoadU(d, cr + kL));
-      a2[r] = hn::Add(a2[r], hn::LoadU(d, cr + 2 * kL));
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      if (load_c) acc[v][r] = hn::Add(acc[v][r], hn::LoadU(d, cr + v * kL));
+      hn::StoreU(acc[v][r], d, cr + v * kL);
     }
-    hn::StoreU(a0[r], d, cr);
-    hn::StoreU(a1[r], d, cr + kL);
-    hn::StoreU(a2[r], d, cr + 2 * kL);
   }
 }
 
-template <int R, bool kDirect>
+template <int R, int NV, bool kDirect>
 HWY_NOINLINE void MicroN(const float* ap, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc,
                          bool load_c) {
-  Micro<R, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+  Micro<R, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+}
+
+template <int NV, bool kDirect>
+void RunRows(int64_t rows, const float* ap, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc,
+             bool load_c) {
+  static_assert(kMR <= 8, "RunRows instantiates up to 8 rows");
+  switch (rows) {
+    case 1: return MicroN<1, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 2: return MicroN<2, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 3: return MicroN<3, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 4: return MicroN<4, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 5: return MicroN<5, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 6: return MicroN<6, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    case 7: return MicroN<7, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+    default: return MicroN<8, NV, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
+  }
 }
 
 template <bool kDirect>
-void RunMicro(int64_t rows, const float* ap, int64_t lda, const float* bp, int64_t kc, float* c, int64_t ldc,
-              bool load_c) {
-  static_assert(kMR <= 8, "RunMicro instantiates up to 8 rows");
-  switch (rows) {
-    case 1: return MicroN<1, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 2: return MicroN<2, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 3: return MicroN<3, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 4: return MicroN<4, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 5: return MicroN<5, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 6: return MicroN<6, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    case 7: return MicroN<7, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-    default: return MicroN<8, kDirect>(ap, lda, bp, kc, c, ldc, load_c);
-  }
+void RunMicro(int64_t rows, int64_t nv, const float* ap, int64_t lda, const float* bp, int64_t kc, float* c,
+              int64_t ldc, bool load_c) {
+  static_assert(kNV == 3, "RunMicro instantiates 1 to 3 vectors");
+  if (nv == 1) return RunRows<1, kDirect>(rows, ap, lda, bp, kc, c, ldc, load_c);
+  if (nv == 2) return RunRows<2, kDirect>(rows, ap, lda, bp, kc, c, ldc, load_c);
+  return RunRows<3, kDirect>(rows, ap, lda, bp, kc, c, ldc, load_c);
 }
 
 HWY_INLINE V Sigmoid(D d, V x) {
@@ -179,10 +202,6 @@ void Epilogue(const Problem& p, int64_t i0, int64_t rows, int64_t j0, int64_t co
   }
 }
 
-// Row stride of a copied A block: kc plus one cache line, so the MR rows a micro-kernel
-// streams do not map to the same L1 sets.
-HWY_INLINE int64_t ARowStride(int64_t kc) { return kc + 16; }
-
 // A rows [i0, i0 + rows) x [k0, k0 + kc) into `out`: for a row-major A, a plain copy of the
 // row segments (ARowStride apart: the micro-kernel reads rows in place, no transpose); for a
 // transposed A, kMR-row panels (panel q at q kc, row r of step kk at kk kMR + r), read
@@ -190,7 +209,7 @@ HWY_INLINE int64_t ARowStride(int64_t kc) { return kc + 16; }
 void PackA(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out) {
   if (p.a_cs == 1) {
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(out + r * ARowStride(kc), p.a + (i0 + r) * p.a_rs + k0, static_cast<size_t>(kc) * sizeof(float));
+      std::memcpy(out + r * a_row_stride(kc), p.a + (i0 + r) * p.a_rs + k0, static_cast<size_t>(kc) * sizeof(float));
     return;
   }
   for (int64_t q = 0; q < rows; q += kMR) {
@@ -204,38 +223,42 @@ void PackA(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, f
   }
 }
 
-void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack) {
-  // K blocks of equal size (<= kKc), so a K just over a multiple of kKc leaves no sliver.
-  const int64_t nk = (p.k + kKc - 1) / kKc;
-  const int64_t kcb = (p.k + nk - 1) / nk;
-  // A row-major A block is copied row by row and read in place by the micro-kernel (a
-  // transposing pack costs a scalar store per element, ~10% of a BERT-sized product); a
-  // transposed A is packed into panels. Per K block either way.
+void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack,
+                  int64_t a_block_stride) {
+  const int64_t kcb = k_block(p.k, p.kc);
+  // A row-major A block is a row-by-row copy the micro-kernel reads in place (a transposing
+  // pack costs a scalar store per element, ~10% of a BERT-sized product); a transposed A is
+  // packed into panels. Packed here per K block, or beforehand by the caller.
   const bool direct = p.a_cs == 1;
   HWY_ALIGN float tile[kMR * kNR] = {};  // columns past N: computed, never stored
   for (int64_t k0 = 0; k0 < p.k; k0 += kcb) {
     const int64_t kc = std::min(kcb, p.k - k0);
     const bool first = k0 == 0, last = k0 + kc == p.k;
-    PackA(p, m0, m1 - m0, k0, kc, apack);
+    const float* ablock = apack + (k0 / kcb) * a_block_stride;
+    if (a_block_stride == 0) PackA(p, m0, m1 - m0, k0, kc, apack);
     for (int64_t q = p0; q < p1; ++q) {
       const int64_t j0 = q * kNR, cols = std::min(kNR, p.n - j0);
+      // A ragged last panel runs only the vectors it needs; a partial vector goes through
+      // the NR-wide tile.
+      const int64_t nv = (cols + kL - 1) / kL;
+      const bool via_tile = cols != nv * kL;
       const float* bp = p.bp + q * p.k * kNR + k0 * kNR;
       for (int64_t i = m0; i < m1; i += kMR) {
         const int64_t rows = std::min(kMR, m1 - i);
-        const float* ap = apack + (i - m0) * (direct ? ARowStride(kc) : kc);
+        const float* ap = ablock + (i - m0) * (direct ? a_row_stride(kc) : kc);
         float* y = p.y + i * p.ldy + j0;
         float* dst = y;
         int64_t ldd = p.ldy;
-        if (cols < kNR) {  // ragged last panel: through the NR-wide tile
+        if (via_tile) {
           dst = tile;
           ldd = kNR;
           if (!first)
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(tile + r * kNR, y + r * p.ldy, static_cast<size_t>(cols) * sizeof(float));
         }
-        if (direct) RunMicro<true>(rows, ap, ARowStride(kc), bp, kc, dst, ldd, !first);
-        else RunMicro<false>(rows, ap, 1, bp, kc, dst, ldd, !first);
-        if (cols < kNR)
+        if (direct) RunMicro<true>(rows, nv, ap, a_row_stride(kc), bp, kc, dst, ldd, !first);
+        else RunMicro<false>(rows, nv, ap, 1, bp, kc, dst, ldd, !first);
+        if (via_tile)
           for (int64_t r = 0; r < rows; ++r)
             std::memcpy(y + r * p.ldy, tile + r * kNR, static_cast<size_t>(cols) * sizeof(float));
         if (last) Epilogue(p, i, rows, j0, cols);
@@ -254,14 +277,20 @@ HWY_EXPORT(GetBlocking);
 HWY_EXPORT(APackFloats);
 HWY_EXPORT(PackB);
 HWY_EXPORT(ComputeBlock);
+HWY_EXPORT(PackA);
 
 Blocking blocking() { return HWY_DYNAMIC_DISPATCH(GetBlocking)(); }
 int64_t a_pack_floats() { return HWY_DYNAMIC_DISPATCH(APackFloats)(); }
-void pack_b(const float* b, int64_t rs, int64_t cs, int64_t k, int64_t n, int64_t nr, float* out) {
-  HWY_DYNAMIC_DISPATCH(PackB)(b, rs, cs, k, n, nr, out);
+void pack_b(const float* b, int64_t rs, int64_t cs, int64_t rows, int64_t n, int64_t nr, int64_t panel_stride,
+            float* out) {
+  HWY_DYNAMIC_DISPATCH(PackB)(b, rs, cs, rows, n, nr, panel_stride, out);
 }
-void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack) {
-  HWY_DYNAMIC_DISPATCH(ComputeBlock)(p, m0, m1, p0, p1, apack);
+void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack,
+                   int64_t a_block_stride) {
+  HWY_DYNAMIC_DISPATCH(ComputeBlock)(p, m0, m1, p0, p1, apack, a_block_stride);
+}
+void pack_a(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out) {
+  HWY_DYNAMIC_DISPATCH(PackA)(p, i0, rows, k0, kc, out);
 }
 }  // namespace gearbox::simd::gemm
 #endif
