@@ -3,13 +3,15 @@
 #   make test   install dependencies, build, run every test (unit, ONNX conformance,
 #               model parity against torch, bad input)
 # plus `make test-asan`: the bad-input and unit tests under AddressSanitizer and
-# UndefinedBehaviorSanitizer (.ci/run runs it too).
+# UndefinedBehaviorSanitizer (.ci/run runs it too), and `make test-tsan`: the concurrency test
+# (8 threads x 50 runs on one Session) under ThreadSanitizer, which `make test` runs last.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-asan clean profile-screenshot
+.PHONY: all deps build demo test test-asan test-tsan clean profile-screenshot
 
 all: build
 
@@ -27,6 +29,7 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-tsan
 
 test-asan: deps
 	# -O1 without -g: what ASan recommends, and it halves compile time on 2 cores.
@@ -36,6 +39,15 @@ test-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L 'bad_input|unit'
 
+# ThreadSanitizer: builds only gearbox_concurrency_tests (tests/CMakeLists.txt) in its own tree,
+# -O1 without -g like test-asan, and runs it with one OpenMP thread per session (libgomp is not
+# instrumented; tests/CMakeLists.txt says why).
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+	  -DCMAKE_C_FLAGS_RELEASE=-O1 -DGEARBOX_TSAN=ON $(CMAKE_ARGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target gearbox_concurrency_tests gearbox_capi_tests
+	cd $(TSAN_BUILD) && ctest --output-on-failure -L tsan
+
 # gearbox profile's report.html rendered by headless chromium (tests/profile/check_render.py,
 # which also checks it loads without console errors); the screenshot is saved in $(BUILD).
 profile-screenshot: build
@@ -43,4 +55,4 @@ profile-screenshot: build
 	@echo "screenshot: $(BUILD)/profile_report.png"
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
