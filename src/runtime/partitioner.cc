@@ -120,7 +120,7 @@ class Partitioner {
     const std::vector<std::string> known = known_engines();
     for (const EngineOverride& ov : overrides_)
       if (std::find(known.begin(), known.end(), ov.engine) == known.end())
-        return make_error(ErrorCode::USAGE, "--engine ", ov.target, "=", ov.engine, ": '", ov.engine,
+        return make_error(ErrorCode::ENGINE_UNKNOWN, "--engine ", ov.target, "=", ov.engine, ": '", ov.engine,
                           "' is not an engine of this gearbox; the engines are ", join(known));
     GBX_RETURN_IF_ERROR(visit(main, main.name.empty() ? "main" : main.name));
     for (size_t i = 0; i < overrides_.size(); ++i)
@@ -159,7 +159,7 @@ class Partitioner {
       const Support s = support(n, ov->engine);
       if (!s.op || !s.dtype) {
         std::vector<std::string> have = engines_serving(n);
-        return make_error(ErrorCode::USAGE, "--engine ", ov->target, "=", ov->engine, ": node '", n.name, "' (",
+        return make_error(ErrorCode::ENGINE_LACKS_KERNEL, "--engine ", ov->target, "=", ov->engine, ": node '", n.name, "' (",
                           n.qualified_op(), ", opset ", n.opset, ") has no kernel on ", ov->engine,
                           s.op ? " for dtype " + std::string(dtype_name(s.wanted)) : std::string(),
                           have.empty() ? "; no engine has one" : "; engines with it: " + join(have),
@@ -236,7 +236,7 @@ class Partitioner {
     collect(main_, ops);
     for (const std::string& s : ops) consider(s);
     for (const std::string& s : names_) consider(s);
-    return make_error(ErrorCode::USAGE, "--engine ", ov.target, "=", ov.engine, ": no node is named '", ov.target,
+    return make_error(ErrorCode::ENGINE_OVERRIDE_UNMATCHED, "--engine ", ov.target, "=", ov.engine, ": no node is named '", ov.target,
                       "' or has that op type (after graph optimization, which fuses and renames nodes)",
                       close.empty() ? "; the op types are " + join({ops.begin(), ops.end()})
                                     : "; close names: " + join(close),

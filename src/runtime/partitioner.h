@@ -58,9 +58,9 @@ struct Partition {
 // carry the engines they were compiled for), a node that has an engine keeps it when that
 // engine is in `engines` and has the kernel; otherwise it is placed again, with a WARN.
 // Without it, earlier choices are ignored (a Model shared by sessions with other lists). Errors: OP_UNSUPPORTED when no engine of the list serves a node (the
-// message names node, op, opset, engines tried and what to do); USAGE for an override that
-// names an engine no kernel is registered for, that matches no node, or whose engine has no
-// kernel for a node it forces.
+// message names node, op, opset, engines tried and what to do); ENGINE_UNKNOWN for an override
+// naming an engine no kernel is registered for, ENGINE_OVERRIDE_UNMATCHED for one that matches
+// no node, ENGINE_LACKS_KERNEL for one whose engine has no kernel for a node it forces.
 Result<Partition> partition(Model& model, const std::vector<std::string>& engines,
                             const std::vector<EngineOverride>& overrides = {}, bool keep_placed = false);
 

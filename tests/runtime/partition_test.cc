@@ -161,7 +161,7 @@ TEST(Partition, ForcedEngineWithoutTheKernel) {
   ASSERT_TRUE(ov.ok());
   auto p = partition(m, engines("test.part,cpu.ref"), *ov);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::USAGE);
+  EXPECT_EQ(p.status().code(), ErrorCode::ENGINE_LACKS_KERNEL);
   const std::string& msg = p.status().message();
   for (const char* part : {"Neg_1", "Neg", "opset 17", "test.part", "engines with it: cpu.ref"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << " not in: " << msg;
@@ -172,7 +172,7 @@ TEST(Partition, ForcedEngineWithoutTheKernel) {
   Model f64 = b.take();
   auto q = partition(f64, engines("cpu.ref"), overrides({"Relu=test.part"}));
   ASSERT_FALSE(q.ok());
-  EXPECT_EQ(q.status().code(), ErrorCode::USAGE);
+  EXPECT_EQ(q.status().code(), ErrorCode::ENGINE_LACKS_KERNEL);
   EXPECT_NE(q.status().message().find("for dtype float64"), std::string::npos) << q.status().message();
 }
 
@@ -180,7 +180,7 @@ TEST(Partition, UnknownEngine) {
   Model m = relu_neg_relu();
   auto p = partition(m, engines("cpu.ref"), overrides({"Relu=cpu.nope"}));
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::USAGE);
+  EXPECT_EQ(p.status().code(), ErrorCode::ENGINE_UNKNOWN);
   EXPECT_NE(p.status().message().find("'cpu.nope' is not an engine"), std::string::npos) << p.status().message();
   // The valid engines are listed.
   for (const char* e : {"cpu.ref", "cpu.dnnl", "cpu.simd"})
@@ -191,7 +191,7 @@ TEST(Partition, OverrideMatchingNoNode) {
   Model m = relu_neg_relu();
   auto p = partition(m, engines("cpu.ref"), overrides({"Rleu=cpu.ref"}));
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), ErrorCode::USAGE);
+  EXPECT_EQ(p.status().code(), ErrorCode::ENGINE_OVERRIDE_UNMATCHED);
   EXPECT_NE(p.status().message().find("no node is named 'Rleu'"), std::string::npos) << p.status().message();
   EXPECT_NE(p.status().message().find("close names: Relu"), std::string::npos) << p.status().message();
 }
