@@ -14,6 +14,7 @@
 #include "graph/gbm/gbm_writer.h"
 #include "graph/onnx_importer.h"
 #include "graph/onnx_test_models.h"
+#include "runtime/partitioner.h"
 #include "runtime/session.h"
 
 namespace gearbox {
@@ -397,6 +398,39 @@ TEST(GbmFile, GraphAttributeWithoutAGraphIsRefusedAtCompile) {
   auto bytes = gbm::serialize(m, {});
   ASSERT_FALSE(bytes.ok());
   EXPECT_EQ(bytes.status().code(), ErrorCode::GBM_UNSUPPORTED);
+}
+
+// What gearbox compile --engine does, end to end: the overridden engine is stored, and a
+// session loading the .gbm with the default engine list keeps it (cpu.ref is in the list and
+// has the kernel) instead of placing the node on cpu.dnnl again.
+TEST(GbmFile, LoadedModelKeepsItsCompiledEngines) {
+  std::string onnx = tmp_path("gbm_engines.onnx"), gbmf = tmp_path("gbm_engines.gbm");
+  write(onnx, conv_model());
+  auto m = import_onnx_file(onnx);
+  ASSERT_TRUE(m.ok());
+  OptimizerOptions opts;
+  opts.use_env = false;
+  opts.disabled_passes = {"layout_nhwc"};
+  ASSERT_TRUE(optimize(*m, opts).ok());
+  auto ov = parse_engine_overrides({"com.gearbox.FusedConv=cpu.ref"});
+  ASSERT_TRUE(ov.ok());
+  auto placed = partition(*m, {"cpu.dnnl", "cpu.simd", "cpu.ref"}, *ov);
+  ASSERT_TRUE(placed.ok()) << placed.status().to_string();
+  ASSERT_TRUE(gbm::write_file(*m, gbmf, {}).ok());
+  SessionOptions so;
+  so.engine = "cpu.dnnl,cpu.simd,cpu.ref";
+  auto s = Session::load(gbmf, so);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  size_t convs = 0;
+  for (const auto& n : (*s)->model().graph->nodes)
+    if (n->op_type == "FusedConv") {
+      ++convs;
+      EXPECT_EQ(n->engine, "cpu.ref");
+    } else if (n->op_type == "Gemm" || n->op_type == "FusedGemm") {
+      EXPECT_EQ(n->engine, "cpu.dnnl");  // not forced: the list's first engine with the kernel
+    }
+  EXPECT_EQ(convs, 1u);
+  EXPECT_EQ((*s)->partition().reassigned, 0u);
 }
 
 // A subgraph node that reads a value of a sibling subgraph is out of scope: GBM_INVALID, not
