@@ -1,6 +1,7 @@
 // The fp32 GEMM of the cpu.simd engine (BLIS/MLAS-style): B packed into NR-wide column
-// panels (once for constant weights, cached; per call otherwise), A packed per thread into
-// MR-row panels per K block, an MR x NR register-blocked micro-kernel (broadcast A, FMA
+// panels (once for constant weights, cached; per call otherwise), a row-major A read in
+// place (a transposed A packed into MR-row panels per K block), an MR x NR register-blocked
+// micro-kernel (broadcast A, FMA
 // with NR / lanes vectors of B), and an epilogue (alpha, beta * C or a bias with
 // broadcasting, the fused activation) applied to each finished output tile while it is in
 // L1. The vector code (gemm_core.cc) is compiled per instruction set and picked at run
@@ -50,6 +51,7 @@ struct Problem {
   Act act = Act::None;
   float p0 = 0.f, p1 = 0.f;  // activation parameters (LeakyRelu/HardSigmoid alpha, beta; Clip min, max)
   int64_t kc = 256;          // K block (<= kKcMax): B micro-panel kc x NR in L1
+  bool a_in_place = false;   // a row-major A the micro-kernel reads where it is (no packing)
 };
 
 // The largest K block and the M block one work item covers.
@@ -60,14 +62,11 @@ inline int64_t k_block(int64_t k, int64_t kc) {
   const int64_t nk = (k + kc - 1) / kc;
   return (k + nk - 1) / nk;
 }
-// Row stride of a copied row-major A block: kc plus one cache line, so the MR rows a
-// micro-kernel streams do not map to the same L1 sets.
-inline int64_t a_row_stride(int64_t kc) { return kc + 16; }
-// Floats of one packed A block of `rows` (<= kMcRows) x kc (either layout).
-inline int64_t a_block_floats(int64_t rows, int64_t kc) { return (rows + 7) / 8 * 8 * a_row_stride(kc); }
+// Floats of one packed (transposed) A block of `rows` (<= kMcRows) x kc.
+inline int64_t a_block_floats(int64_t rows, int64_t kc) { return (rows + 7) / 8 * 8 * kc; }
 // Floats of the per-thread A packing buffer compute_block needs.
 int64_t a_pack_floats();
-// A rows [i0, i0 + rows) x [k0, k0 + kc) packed the way compute_block reads it.
+// A transposed A's rows [i0, i0 + rows) x [k0, k0 + kc) packed the way compute_block reads it.
 void pack_a(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out);
 // Rows [m0, m1) and B panels [p0, p1) of the problem (m0 a multiple of mr, m1 - m0 <=
 // kMcRows). With a_block_stride 0, `apack` holds a_pack_floats() floats private to the

@@ -202,16 +202,10 @@ void Epilogue(const Problem& p, int64_t i0, int64_t rows, int64_t j0, int64_t co
   }
 }
 
-// A rows [i0, i0 + rows) x [k0, k0 + kc) into `out`: for a row-major A, a plain copy of the
-// row segments (ARowStride apart: the micro-kernel reads rows in place, no transpose); for a
-// transposed A, kMR-row panels (panel q at q kc, row r of step kk at kk kMR + r), read
-// along its contiguous rows.
+// A transposed A's rows [i0, i0 + rows) x [k0, k0 + kc) into kMR-row panels (panel q at
+// q kc, row r of step kk at kk kMR + r), read along its contiguous rows. (A row-major A is
+// read in place: Problem::a_in_place.)
 void PackA(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, float* out) {
-  if (p.a_cs == 1) {
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(out + r * a_row_stride(kc), p.a + (i0 + r) * p.a_rs + k0, static_cast<size_t>(kc) * sizeof(float));
-    return;
-  }
   for (int64_t q = 0; q < rows; q += kMR) {
     const int64_t pr = std::min(kMR, rows - q);
     float* o = out + q * kc;
@@ -226,16 +220,16 @@ void PackA(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, f
 void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack,
                   int64_t a_block_stride) {
   const int64_t kcb = k_block(p.k, p.kc);
-  // A row-major A block is a row-by-row copy the micro-kernel reads in place (a transposing
-  // pack costs a scalar store per element, ~10% of a BERT-sized product); a transposed A is
-  // packed into panels. Packed here per K block, or beforehand by the caller.
-  const bool direct = p.a_cs == 1;
+  // A row-major A is read in place, MR row streams broadcast from memory (a transposing pack
+  // would cost a scalar store per element, ~10% of a BERT-sized product); a transposed A is
+  // packed into panels, here per K block or beforehand by the caller.
+  const bool direct = p.a_in_place;
   HWY_ALIGN float tile[kMR * kNR] = {};  // columns past N: computed, never stored
   for (int64_t k0 = 0; k0 < p.k; k0 += kcb) {
     const int64_t kc = std::min(kcb, p.k - k0);
     const bool first = k0 == 0, last = k0 + kc == p.k;
     const float* ablock = apack + (k0 / kcb) * a_block_stride;
-    if (a_block_stride == 0) PackA(p, m0, m1 - m0, k0, kc, apack);
+    if (!direct && a_block_stride == 0) PackA(p, m0, m1 - m0, k0, kc, apack);
     for (int64_t q = p0; q < p1; ++q) {
       const int64_t j0 = q * kNR, cols = std::min(kNR, p.n - j0);
       // A ragged last panel runs only the vectors it needs; a partial vector goes through
@@ -245,7 +239,7 @@ void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t 
       const float* bp = p.bp + q * p.k * kNR + k0 * kNR;
       for (int64_t i = m0; i < m1; i += kMR) {
         const int64_t rows = std::min(kMR, m1 - i);
-        const float* ap = ablock + (i - m0) * (direct ? a_row_stride(kc) : kc);
+        const float* ap = direct ? p.a + i * p.a_rs + k0 : ablock + (i - m0) * kc;
         float* y = p.y + i * p.ldy + j0;
         float* dst = y;
         int64_t ldd = p.ldy;
@@ -256,7 +250,7 @@ void ComputeBlock(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t 
             for (int64_t r = 0; r < rows; ++r)
               std::memcpy(tile + r * kNR, y + r * p.ldy, static_cast<size_t>(cols) * sizeof(float));
         }
-        if (direct) RunMicro<true>(rows, nv, ap, a_row_stride(kc), bp, kc, dst, ldd, !first);
+        if (direct) RunMicro<true>(rows, nv, ap, p.a_rs, bp, kc, dst, ldd, !first);
         else RunMicro<false>(rows, nv, ap, 1, bp, kc, dst, ldd, !first);
         if (via_tile)
           for (int64_t r = 0; r < rows; ++r)
