@@ -54,12 +54,16 @@ const std::vector<PassEntry>& pipeline() {
   return kPipeline;
 }
 
-// True when the first engine of a comma list is cpu.dnnl; empty is the default list
-// (runtime/session.h kDefaultEngines, which starts with cpu.dnnl).
+// True when the channels-last ops the layout pass writes would run on cpu.dnnl: the first
+// engine of the list with a kernel for com.gearbox.NhwcConv is cpu.dnnl (cpu.ref's transposes
+// around the NCHW kernels, which would only cost). Empty is the default list
+// (runtime/session.h kDefaultEngines, where cpu.dnnl comes before cpu.ref).
 bool engines_prefer_dnnl(const std::string& engines) {
   if (engines.empty()) return true;
-  auto names = split_list(engines);
-  return !names.empty() && names[0] == "cpu.dnnl";
+  const auto& registry = KernelRegistry::global();
+  for (const std::string& e : split_list(engines))
+    if (registry.find(kGearboxDomain, "NhwcConv", 1, e, DType::F32)) return e == "cpu.dnnl";
+  return false;
 }
 
 std::string valid_names() {

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/gbm/gbm_writer.h"
@@ -91,9 +93,11 @@ std::string conv_model() {
   return testing::serialize(m);
 }
 
+// Per process: ctest runs each test of this file in its own process, in parallel, and
+// several of them write the same model files.
 std::string tmp_path(const std::string& name) {
   std::filesystem::create_directories(GEARBOX_TEST_TMP);
-  return std::string(GEARBOX_TEST_TMP) + "/" + name;
+  return std::string(GEARBOX_TEST_TMP) + "/" + std::to_string(::getpid()) + "_" + name;
 }
 
 void write(const std::string& path, const std::string& bytes) {

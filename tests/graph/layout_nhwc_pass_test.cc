@@ -157,6 +157,13 @@ TEST(LayoutNhwcPass, OffUnlessTheEnginesPreferOneDnn) {
     EXPECT_EQ(count_op(*m.graph, "NhwcConv"), 0u) << engines;
     EXPECT_EQ(count_op(*m.graph, "Transpose"), 0u) << engines;
   }
+  // On when cpu.dnnl serves the channels-last ops, wherever it stands before cpu.ref (the
+  // default list puts cpu.simd, which has none, first).
+  for (const std::string engines : {"cpu.dnnl,cpu.ref", "cpu.simd,cpu.dnnl,cpu.ref"}) {
+    Model m = resnet_like();
+    ASSERT_TRUE(optimize(m, fusion_and_layout(engines)).ok());
+    EXPECT_GT(count_op(*m.graph, "NhwcConv"), 0u) << engines;
+  }
   // Switchable by name like every pass.
   OptimizerOptions off = fusion_and_layout();
   off.disabled_passes.push_back("layout_nhwc");

@@ -5,8 +5,9 @@
 // threads meet a cold session, so plan preparation and weight packing run concurrently too.
 //
 // The model goes through the state that concurrent runs share: a cpu.dnnl Conv (oneDNN
-// primitive cache, reordered-weights cache), a cpu.dnnl MatMul with constant weights (packed
-// weights cache), cpu.simd LayerNormalization and Softmax, cpu.ref ops, a Loop (subgraph runs
+// primitive cache, reordered-weights cache), a MatMul with constant weights on each GEMM
+// engine (cpu.simd's packed-panel cache and cpu.dnnl's packed-weights cache; the second one
+// forced with an engine override), cpu.simd LayerNormalization and Softmax, cpu.ref ops, a Loop (subgraph runs
 // inside a run), the plan cache, and the plans' BufferPools drawing on a device MemoryPool.
 //
 // The same source is built into gearbox_unit_tests and, under ThreadSanitizer, into
@@ -72,7 +73,8 @@ void add_scalar_io(onnx::ValueInfoProto* vi, const std::string& name, int elem_t
 
 // x [n,3,8,8] -> Conv 3x3 (4 filters, pad 1) -> Relu -> Reshape [n,4,64] -> MatMul const [64,16]
 //   -> LayerNormalization -> Softmax = probs
-//   MatMul output -> Tanh -> Loop 3 times: y = Tanh(y * k + float(i)) = looped
+//   MatMul output -> Tanh -> MatMul const [16,16] (forced onto cpu.dnnl) -> Loop 3 times:
+//   y = Tanh(y * k + float(i)) = looped
 onnx::ModelProto concurrency_model() {
   onnx::ModelProto m;
   m.set_ir_version(8);
@@ -86,6 +88,7 @@ onnx::ModelProto concurrency_model() {
   add_floats(g, "conv_b", {kOut}, 0.1f, 0.7f);
   add_int64s(g, "shape", {3}, {0, kOut, kH * kW});
   add_floats(g, "mm_w", {kH * kW, kHidden}, 0.2f, 1.3f);
+  add_floats(g, "mm2_w", {kHidden, kHidden}, 0.25f, 0.9f);
   add_floats(g, "ln_scale", {kHidden}, 1.0f, 0.4f);
   add_floats(g, "ln_bias", {kHidden}, 0.5f, 2.2f);
   add_int64s(g, "trips", {}, {3});
@@ -109,8 +112,9 @@ onnx::ModelProto concurrency_model() {
   axis->set_i(-1);
   add_node(g, "Softmax", {"ln"}, "probs");
   add_node(g, "Tanh", {"mm"}, "t");
+  add_node(g, "MatMul", {"t", "mm2_w"}, "mm2");
 
-  auto* loop = add_node(g, "Loop", {"trips", "", "t"}, "looped");
+  auto* loop = add_node(g, "Loop", {"trips", "", "mm2"}, "looped");
   auto* attr = loop->add_attribute();
   attr->set_name("body");
   attr->set_type(onnx::AttributeProto::GRAPH);
@@ -133,7 +137,11 @@ onnx::ModelProto concurrency_model() {
   return m;
 }
 
-std::unique_ptr<Session> load(const std::string& engines, device::MemoryPool* pool) {
+// The second MatMul runs on cpu.dnnl whichever GEMM engine the list prefers.
+const std::vector<std::string> kDnnlMatMul = {"mm2=cpu.dnnl"};
+
+std::unique_ptr<Session> load(const std::string& engines, device::MemoryPool* pool,
+                              std::vector<std::string> overrides = {}) {
   auto model = import_onnx_bytes(testing::serialize(concurrency_model()), "");
   if (!model.ok()) {
     ADD_FAILURE() << model.status().to_string();
@@ -142,6 +150,7 @@ std::unique_ptr<Session> load(const std::string& engines, device::MemoryPool* po
   SessionOptions options;
   options.engine = engines;
   options.device_pool = pool;
+  options.engine_overrides = std::move(overrides);
   // threads = 0: GEARBOX_NUM_THREADS, else all cores. The ThreadSanitizer run sets it to 1
   // (tests/CMakeLists.txt says why).
   auto s = Session::create(std::move(model).value(), options);
@@ -176,8 +185,8 @@ TEST(SessionConcurrency, EightThreadsFiftyRunsMatchSingleThreadedRuns) {
   // `warm` gives the single-threaded outputs; `s`, a second session of the same model, meets
   // the threads cold: its plans are prepared and its weights (new buffers, so new cache keys)
   // packed by concurrent first runs.
-  auto warm = load(std::string(kDefaultEngines), pool.get());
-  auto s = load(std::string(kDefaultEngines), pool.get());
+  auto warm = load(std::string(kDefaultEngines), pool.get(), kDnnlMatMul);
+  auto s = load(std::string(kDefaultEngines), pool.get(), kDnnlMatMul);
   auto ref = load(std::string(kEngineRef), nullptr);
   ASSERT_TRUE(warm && s && ref);
 
@@ -227,6 +236,7 @@ TEST(SessionConcurrency, EightThreadsFiftyRunsMatchSingleThreadedRuns) {
   for (const auto& e : ran) all += e + "; ";
   EXPECT_TRUE(ran_on(kEngineDnnl, "Conv")) << all;
   EXPECT_TRUE(ran_on(kEngineDnnl, "MatMul")) << all;
+  EXPECT_TRUE(ran_on(kEngineSimd, "MatMul")) << all;
   EXPECT_TRUE(ran_on(kEngineSimd, "LayerNormalization")) << all;
   EXPECT_TRUE(ran_on(kEngineSimd, "Softmax")) << all;
   EXPECT_TRUE(ran_on(kEngineRef, "Loop")) << all;
