@@ -1,55 +1,17 @@
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
 #include <atomic>
-#include <list>
-#include <mutex>
-#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "base/lru_cache.h"
 #include "kernels/reference_fallback.h"
 
 namespace gearbox::dnnl_engine {
 namespace {
 
-// A string-keyed LRU map of shared values, guarded by one mutex.
-class Lru {
- public:
-  explicit Lru(size_t capacity) : capacity_(capacity) {}
-  std::shared_ptr<void> get(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second;
-  }
-  void put(const std::string& key, std::shared_ptr<void> v) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it != map_.end()) {
-      it->second->second = std::move(v);
-      order_.splice(order_.begin(), order_, it->second);
-      return;
-    }
-    order_.emplace_front(key, std::move(v));
-    map_[key] = order_.begin();
-    while (order_.size() > capacity_) {
-      map_.erase(order_.back().first);
-      order_.pop_back();
-    }
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return map_.size();
-  }
-
- private:
-  size_t capacity_;
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<void>>> order_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<void>>>::iterator> map_;
-};
+using Lru = LruCache<void>;
 
 Lru& primitive_lru() {
   static Lru lru(kPrimitiveCacheCapacity);

@@ -20,6 +20,7 @@
 
 #include "base/logging.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/matmul_shapes.h"
 
 namespace gearbox::dnnl_engine {
 namespace {
@@ -69,18 +70,10 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
   if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
       b.numel() == 0)
     return run_ref(ctx);
-  const size_t r = std::max(a.rank(), b.rank());
-  Dims ad(r - a.rank(), 1), bd(r - b.rank(), 1);
-  ad.insert(ad.end(), a.dims().begin(), a.dims().end());
-  bd.insert(bd.end(), b.dims().begin(), b.dims().end());
-  if (ad[r - 1] != bd[r - 2]) return run_ref(ctx);  // the reference reports the mismatch
-  Dims cd(r);
-  for (size_t i = 0; i + 2 < r; ++i) {
-    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return run_ref(ctx);
-    cd[i] = std::max(ad[i], bd[i]);
-  }
-  cd[r - 2] = ad[r - 2];
-  cd[r - 1] = bd[r - 1];
+  const auto shapes = matmul_shapes(a.dims(), b.dims());
+  if (!shapes) return run_ref(ctx);  // the reference reports the mismatch
+  const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
+  const size_t r = cd.size();
   // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (other bias shapes run
   // the reference), then the activation.
   const Tensor* bias = nullptr;

@@ -21,15 +21,14 @@
 #include <omp.h>
 
 #include <atomic>
-#include <list>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <hwy/aligned_allocator.h>
 
+#include "base/lru_cache.h"
 #include "kernels/cpu/simd/gemm.h"
+#include "kernels/matmul_shapes.h"
 #include "kernels/cpu/simd/simd_util.h"
 
 namespace gearbox::simd::gemm {
@@ -60,42 +59,11 @@ float* thread_runtime_b(int64_t floats) {
 }
 
 // LRU of constant packed B; thread-safe.
-class PackedCache {
- public:
-  static constexpr size_t kCapacity = 256;
-  std::shared_ptr<const PackedB> get(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return nullptr;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second;
-  }
-  void put(const std::string& key, std::shared_ptr<const PackedB> v) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = map_.find(key); it != map_.end()) {
-      order_.erase(it->second);
-      map_.erase(it);
-    }
-    order_.emplace_front(key, std::move(v));
-    map_[key] = order_.begin();
-    while (map_.size() > kCapacity) {
-      map_.erase(order_.back().first);
-      order_.pop_back();
-    }
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return map_.size();
-  }
-
- private:
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const PackedB>>> order_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, std::shared_ptr<const PackedB>>>::iterator> map_;
-};
+constexpr size_t kPackedCacheCapacity = 256;
+using PackedCache = LruCache<const PackedB>;
 
 PackedCache& cache() {
-  static PackedCache* c = new PackedCache();  // never destroyed: kernels may run during exit
+  static PackedCache* c = new PackedCache(kPackedCacheCapacity);  // never destroyed: kernels may run during exit
   return *c;
 }
 
@@ -257,23 +225,12 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
   if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
       b.numel() == 0)
     return run_ref(ctx);
-  const size_t r = std::max(a.rank(), b.rank());
-  Dims ad(r - a.rank(), 1), bd(r - b.rank(), 1);
-  ad.insert(ad.end(), a.dims().begin(), a.dims().end());
-  bd.insert(bd.end(), b.dims().begin(), b.dims().end());
-  if (ad[r - 1] != bd[r - 2]) return run_ref(ctx);  // the reference reports the mismatch
-  Dims cd(r);
-  int64_t na = 1, nb = 1, nc = 1;
-  for (size_t i = 0; i + 2 < r; ++i) {
-    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1) return run_ref(ctx);
-    cd[i] = std::max(ad[i], bd[i]);
-    na *= ad[i];
-    nb *= bd[i];
-    nc *= cd[i];
-  }
+  const auto shapes = matmul_shapes(a.dims(), b.dims());
+  if (!shapes) return run_ref(ctx);  // the reference reports the mismatch
+  const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
+  const size_t r = cd.size();
+  const int64_t na = shapes->batch_a, nb = shapes->batch_b, nc = shapes->batch_out;
   const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
-  cd[r - 2] = m;
-  cd[r - 1] = n;
   Problem p;
   p.k = k;
   p.n = n;
