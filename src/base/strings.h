@@ -11,4 +11,7 @@ namespace gearbox {
 // dropped. For lists such as GEARBOX_ENGINES, GEARBOX_DISABLE_PASSES or ISA flag lists.
 std::vector<std::string> split_list(std::string_view s, char sep = ',');
 
+// {"a", "b"} -> "a, b": the inverse, for messages that list names.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+
 }  // namespace gearbox

@@ -79,13 +79,8 @@ Status Executor::plan_graph(const Graph& graph) {
       bool other_opset = false;
       for (const auto& def : registry.all())
         if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
-      std::string tried;
-      for (const std::string& e : order) {
-        if (!tried.empty()) tried += ',';
-        tried += e;
-      }
       return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                        ") has no kernel on engine(s) ", tried,
+                        ") has no kernel on engine(s) ", join(order, ","),
                         other_opset ? " at this opset (other opsets are supported)" : "");
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
@@ -177,14 +172,11 @@ Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const std::ve
     decisive = dt;
   }
   const Node& n = *np.node;
-  std::string tried;
+  std::vector<std::string> tried;
   for (const KernelDef* cand : np.candidates)
-    if (tried.find(cand->engine) == std::string::npos) {
-      if (!tried.empty()) tried += ',';
-      tried += cand->engine;
-    }
+    if (std::find(tried.begin(), tried.end(), cand->engine) == tried.end()) tried.emplace_back(cand->engine);
   return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
-                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", tried,
+                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", join(tried, ","),
                     forced_.count(&n) ? " (forced by --engine)" : "");
 }
 

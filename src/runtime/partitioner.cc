@@ -5,18 +5,13 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "kernels/kernel.h"
 #include "runtime/control_flow.h"
 
 namespace gearbox {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 bool matches_op(const KernelDef& def, const Node& n) {
   return def.op_type == n.op_type && def.domain == n.domain && n.opset >= def.since_version &&

@@ -45,12 +45,6 @@ struct Check {
   std::string fix;
 };
 
-std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
