@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/shape.h"
+#include "kernels/kernel.h"
 
 namespace gearbox {
 
@@ -36,6 +37,17 @@ inline std::optional<MatMulShapes> matmul_shapes(const Dims& a, const Dims& b) {
   s.out[r - 2] = s.a[r - 2];
   s.out[r - 1] = s.b[r - 1];
   return s;
+}
+
+// The shapes of a fast f32 MatMul of the node's inputs 0 and 1: both non-empty f32 tensors
+// of rank >= 2 that broadcast; nullopt (run the reference) otherwise.
+inline std::optional<MatMulShapes> f32_matmul_shapes(const KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
+    return std::nullopt;
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.numel() == 0 || b.numel() == 0) return std::nullopt;
+  return matmul_shapes(a.dims(), b.dims());
 }
 
 }  // namespace gearbox

@@ -63,15 +63,10 @@ void run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, 
 }
 
 Status matmul_impl(KernelContext& ctx, bool fused) {
-  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
-    return run_ref(ctx);
+  const auto shapes = f32_matmul_shapes(ctx);
+  if (!shapes) return run_ref(ctx);  // the reference handles it or reports the mismatch
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
-      b.numel() == 0)
-    return run_ref(ctx);
-  const auto shapes = matmul_shapes(a.dims(), b.dims());
-  if (!shapes) return run_ref(ctx);  // the reference reports the mismatch
   const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
   const size_t r = cd.size();
   // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (other bias shapes run

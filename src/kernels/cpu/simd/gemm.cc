@@ -219,14 +219,10 @@ bool both_tensors(const KernelContext& ctx) {
 }
 
 Status matmul_impl(KernelContext& ctx, bool fused) {
-  if (!both_tensors(ctx)) return run_ref(ctx);
+  const auto shapes = f32_matmul_shapes(ctx);
+  if (!shapes) return run_ref(ctx);  // the reference handles it or reports the mismatch
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() < 2 || b.rank() < 2 || a.numel() == 0 ||
-      b.numel() == 0)
-    return run_ref(ctx);
-  const auto shapes = matmul_shapes(a.dims(), b.dims());
-  if (!shapes) return run_ref(ctx);  // the reference reports the mismatch
   const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
   const size_t r = cd.size();
   const int64_t na = shapes->batch_a, nb = shapes->batch_b, nc = shapes->batch_out;
