@@ -3,7 +3,7 @@
 // peak the device calibration measures in the same run.
 //
 //   ninja -C build gearbox_bench_matmul && build/bench/gearbox_bench_matmul [--threads T] [--runs R] [--json]
-//                                                                          [--cpu-time] [--shape MxKxN[c]]...
+//                                                          [--cpu-time] [--fresh-output] [--shape MxKxN[c]]...
 //
 // Shapes: 1024^3 and 2048^3 with a run-time B (packed per call by both engines), and
 // BERT-base's linear layers (M = 128 tokens) with a constant B (an initializer: both engines
@@ -15,7 +15,8 @@
 // calling thread's CPU time instead of wall time: with --threads 1 (all the work on that
 // thread) on a loaded machine that is the kernel's own speed, unaffected by time the
 // scheduler gives other processes (meaningless with more threads). --shape
-// replaces the shapes with the given ones (suffix c: constant B).
+// replaces the shapes with the given ones (suffix c: constant B). Outputs come from recycled
+// buffers as in a session (ReusingSource below); --fresh-output allocates each call's anew.
 #include <omp.h>
 
 #include <algorithm>
@@ -25,10 +26,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/buffer_source.h"
 #include "device/device.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 #include "kernels/cpu/simd/simd_util.h"
@@ -38,6 +42,48 @@ using namespace gearbox;
 
 namespace {
 
+// Recycles output buffers the way a session's buffer pool does (runtime/buffer_pool.h): a
+// block freed by one call serves the next call of the same size, so the timing does not
+// include the page faults of a fresh multi-MiB allocation (glibc maps blocks that large
+// anew per call; 2048^3's 16 MiB output cost ~10% of a call that way). --fresh-output turns
+// it off. The free list is shared with every block's deleter, so a block a kernel's cache
+// still holds at exit returns to a live list.
+class ReusingSource : public BufferSource {
+ public:
+  std::shared_ptr<void> acquire(size_t bytes, bool zero) override {
+    void* p = pool_->take(bytes);
+    if (!p) p = std::aligned_alloc(kTensorAlignment, bytes);
+    if (!p) return nullptr;
+    if (zero) std::memset(p, 0, bytes);
+    return std::shared_ptr<void>(p, [pool = pool_, bytes](void* q) { pool->give(bytes, q); });
+  }
+
+ private:
+  struct Pool {
+    std::mutex mu;
+    std::vector<std::pair<size_t, void*>> free;
+    ~Pool() {
+      for (const auto& [bytes, p] : free) std::free(p);
+    }
+    void* take(size_t bytes) {
+      std::lock_guard<std::mutex> lock(mu);
+      for (size_t i = 0; i < free.size(); ++i)
+        if (free[i].first == bytes) {
+          void* p = free[i].second;
+          free.erase(free.begin() + static_cast<std::ptrdiff_t>(i));
+          return p;
+        }
+      return nullptr;
+    }
+    void give(size_t bytes, void* p) {
+      std::lock_guard<std::mutex> lock(mu);
+      free.emplace_back(bytes, p);
+    }
+  };
+  std::shared_ptr<Pool> pool_ = std::make_shared<Pool>();
+};
+ReusingSource* g_outputs = nullptr;  // null: --fresh-output
+
 struct Case {
   const char* name;
   int64_t m, k, n;
@@ -45,6 +91,7 @@ struct Case {
 };
 
 Tensor run_once(const KernelDef& def, const Tensor& a, const Tensor& b, bool constant_b) {
+  ScopedBufferSource scope(g_outputs);  // null: the heap
   RuntimeValue va(a), vb(b);
   std::vector<RuntimeValue> outs(1);
   AttributeMap attrs;
@@ -83,13 +130,14 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int runs = 9;
-  bool json = false, cpu_time = false;
+  bool json = false, cpu_time = false, fresh_output = false;
   std::vector<Case> custom;
   std::vector<std::string> names;  // keeps the custom cases' names alive
   names.reserve(static_cast<size_t>(argc));
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) json = true;
     if (std::strcmp(argv[i], "--cpu-time") == 0) cpu_time = true;
+    if (std::strcmp(argv[i], "--fresh-output") == 0) fresh_output = true;
     if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) omp_set_num_threads(std::atoi(argv[i + 1]));
     if (i + 1 < argc && std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
     long long m = 0, k = 0, n = 0;
@@ -100,6 +148,8 @@ int main(int argc, char** argv) {
       custom.push_back({names.back().c_str(), m, k, n, c == 'c'});
     }
   }
+  ReusingSource outputs;
+  if (!fresh_output) g_outputs = &outputs;
   const KernelDef* defs[2] = {KernelRegistry::global().find("", "MatMul", 13, kEngineDnnl, DType::F32),
                               KernelRegistry::global().find("", "MatMul", 13, kEngineSimd, DType::F32)};
   if (!defs[0] || !defs[1]) {
