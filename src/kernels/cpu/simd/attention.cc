@@ -1,10 +1,10 @@
 // com.gearbox.Attention on the cpu.simd engine: same contract as the reference kernel
 // (kernels/cpu/ref/fused_attention.cc: Reshape+Transpose of q, k and v, scores scaled and
 // masked, Softmax on the last axis, product with V, Transpose+Reshape of the context), but
-// the score tensor is never materialized: per (batch, head) Q, K^T and V are packed into
-// zero-padded contiguous blocks (any q/k/v/out permutation is a stride pattern), and blocks
-// of 4 query rows run tile by tile over the keys with an online softmax (attention_core.cc).
-// Threaded over batch x heads x row blocks.
+// the score tensor is never materialized: any q/k/v/out permutation is a stride pattern, and
+// blocks of query rows (2 vectors: 32 on AVX-512) read the operands in place and run tile by
+// tile over the keys with an online softmax (attention_core.cc). Threaded over
+// batch x heads x row blocks.
 //
 // Handled: float32 q/k/v/scale/mask, a scalar scale, a mask that broadcasts (numpy rules)
 // to the [B, H, S, Sk] scores without enlarging them, Softmax over the last axis (opset 13+
@@ -12,10 +12,10 @@
 // over another axis, shapes the reshapes or matmuls reject or broadcast) runs the reference
 // kernel, which also produces the errors.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <vector>
 
+#include "kernels/cpu/simd/attention_core.h"
 #include "kernels/cpu/simd/simd_util.h"
 
 namespace gearbox::simd {
@@ -88,8 +88,6 @@ std::optional<View4> head_view(const Tensor& x, const Tensor& shape, const std::
   return v;
 }
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
 Status attention(KernelContext& ctx) {
   for (size_t i = 0; i < 8; ++i)
     if (!ctx.has_input(i) || !ctx.input_value(i).is_tensor()) return run_ref(ctx);
@@ -147,61 +145,41 @@ Status attention(KernelContext& ctx) {
   if (ctx.attr_int("scale_is_div", 1)) sc = 1.0f / sc;
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, *ydims));
 
-  // Packed per (b, h): Q [sp][dh] (scaled), K^T [dh][skp], V [skp][dvp], zero padded.
-  const int64_t sp = round_up(s, 4), skp = round_up(sk, kSimdPad), dvp = round_up(dv, kSimdPad);
-  const int64_t qsz = sp * dh, ksz = dh * skp, vsz = skp * dvp, per_head = qsz + ksz + vsz;
-  const int64_t heads = nb * nh;
-  std::vector<float> packed(static_cast<size_t>(heads * per_head), 0.0f);
+  // Work items: (batch, head, block of query rows), split evenly over the threads; each reads
+  // q, k, v and the mask in place (attention_core.cc), so nothing is packed per head here.
+  const int64_t heads = nb * nh, rb = attend_block_rows(), row_blocks = (s + rb - 1) / rb;
   const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
-  const bool threaded = heads * s * sk * (dh + dv) > 65536;
-#pragma omp parallel for schedule(static) if (threaded)
-  for (int64_t bh = 0; bh < heads; ++bh) {
-    const int64_t b = bh / nh, h = bh % nh;
-    float* pq = packed.data() + bh * per_head;
-    float* pk = pq + qsz;
-    float* pv = pk + ksz;
-    const float* qs = qd + b * qv->stride[0] + h * qv->stride[1];
-    for (int64_t i = 0; i < s; ++i)
-      for (int64_t c = 0; c < dh; ++c) pq[i * dh + c] = qs[i * qv->stride[2] + c * qv->stride[3]] * sc;
-    const float* ks = kd + b * kv->stride[0] + h * kv->stride[1];
-    for (int64_t j = 0; j < sk; ++j)
-      for (int64_t c = 0; c < dh; ++c) pk[c * skp + j] = ks[c * kv->stride[2] + j * kv->stride[3]];
-    const float* vs = vd + b * vv->stride[0] + h * vv->stride[1];
-    for (int64_t j = 0; j < sk; ++j)
-      for (int64_t c = 0; c < dv; ++c) pv[j * dvp + c] = vs[j * vv->stride[2] + c * vv->stride[3]];
-  }
-
-  const int64_t row_blocks = sp / 4;
   const float* md = mask ? mask->data<float>() : nullptr;
   float* yd = y.data<float>();
-#pragma omp parallel if (threaded)
-  {
-    std::vector<float> scratch(static_cast<size_t>(attend_scratch_floats(dvp)));
-#pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < heads * row_blocks; ++blk) {
-      const int64_t bh = blk / row_blocks, r0 = (blk % row_blocks) * 4;
-      const int64_t b = bh / nh, h = bh % nh;
-      const float* pq = packed.data() + bh * per_head;
-      AttendBlock a{};
-      a.q = pq + r0 * dh;
-      a.kt = pq + qsz;
-      a.v = pq + qsz + ksz;
-      a.rows = std::min<int64_t>(4, s - r0);
-      a.dh = dh;
-      a.sk = sk;
-      a.skp = skp;
-      a.dv = dv;
-      a.dvp = dvp;
-      a.mask_kstride = ms[3];
-      a.out_dstride = os[3];
-      a.scratch = scratch.data();
-      for (int64_t r = 0; r < 4; ++r) {
-        const int64_t row = std::min(r0 + r, s - 1);
-        a.mask[r] = md ? md + b * ms[0] + h * ms[1] + row * ms[2] : nullptr;
-        a.out[r] = yd + b * os[0] + h * os[1] + row * os[2];
-      }
-      attend_block(a);
-    }
+  const bool threaded = heads * s * sk * (dh + dv) > 65536;
+#pragma omp parallel for schedule(static) if (threaded)
+  for (int64_t item = 0; item < heads * row_blocks; ++item) {
+    const int64_t bh = item / row_blocks, r0 = (item % row_blocks) * rb;
+    const int64_t b = bh / nh, h = bh % nh;
+    AttendRows a{};
+    a.q = qd + b * qv->stride[0] + h * qv->stride[1];
+    a.q_row = qv->stride[2];
+    a.q_ch = qv->stride[3];
+    // K's view is [B, H, Dh, Sk]: channel stride 2, key stride 3.
+    a.k = kd + b * kv->stride[0] + h * kv->stride[1];
+    a.k_key = kv->stride[3];
+    a.k_ch = kv->stride[2];
+    a.v = vd + b * vv->stride[0] + h * vv->stride[1];
+    a.v_key = vv->stride[2];
+    a.v_ch = vv->stride[3];
+    a.mask = md ? md + b * ms[0] + h * ms[1] : nullptr;
+    a.mask_row = ms[2];
+    a.mask_key = ms[3];
+    a.out = yd + b * os[0] + h * os[1];
+    a.out_row = os[2];
+    a.out_ch = os[3];
+    a.scale = sc;
+    a.row_begin = r0;
+    a.row_end = std::min(s, r0 + rb);
+    a.dh = dh;
+    a.sk = sk;
+    a.dv = dv;
+    attend_rows(a);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

@@ -37,26 +37,5 @@ void softmax_row(const float* x, float* y, int64_t n);
 // y = Gelu(x) elementwise, erf form or tanh form (the rational erf/tanh of ref/fast_math.h).
 void gelu_span(const float* x, float* y, int64_t n, bool tanh_form);
 
-// One block of up to 4 query rows of one (batch, head) of attention, computed with an online
-// softmax over key tiles (the score matrix is never materialized beyond rows x tile).
-// Packed operands (zero padded): q [4][dh] already multiplied by the score scale,
-// kt [dh][skp] (K transposed), v [skp][dvp]; skp and dvp are multiples of kSimdPad.
-// mask[r] (null: no mask) points at row r's mask values, key j at mask[r][j * mask_kstride].
-// out[r][d * out_dstride] receives row r's context vector (d < dv).
-inline constexpr int64_t kSimdPad = 16;
-struct AttendBlock {
-  const float* q;
-  const float* kt;
-  const float* v;
-  int64_t rows, dh, sk, skp, dv, dvp;
-  const float* mask[4];
-  int64_t mask_kstride;
-  float* out[4];
-  int64_t out_dstride;
-  float* scratch;  // attend_scratch_floats(dvp) floats
-};
-inline int64_t attend_scratch_floats(int64_t dvp) { return 4 * 64 + 4 * dvp; }
-void attend_block(const AttendBlock& a);
-
 }  // namespace simd
 }  // namespace gearbox
