@@ -4,6 +4,7 @@
 // Sk != S and Dv != Dh), every mask form that broadcasts to the scores, non-default
 // permutations (strided operands and output), large magnitudes, -inf in the mask, and the
 // configurations that fall back to the reference.
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <string>
@@ -134,6 +135,67 @@ TEST(SimdAttention, NonDefaultPermutationsAndMultiplyScale) {
   c.attrs["softmax_opset"] = attr_int(11);
   c.attrs["softmax_axis"] = attr_int(3);
   expect_simd_matches_ref(c, "softmax opset 11 axis 3");
+}
+
+// Random permutations of q, k, v and the context (every operand strided in its own way,
+// channel strides other than 1 included), with mask forms that broadcast along rows or keys,
+// against the reference; sizes straddle the kernel's query block (32 rows on AVX-512) and
+// key tile (128 keys).
+TEST(SimdAttention, RandomPermutationsAndBroadcastMasks) {
+  std::mt19937 rng(77);
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  std::vector<int64_t> perm{0, 1, 2, 3};
+  // x given as a plain rank-4 tensor that Transpose(x, p) turns into `want`.
+  auto operand = [&](const std::vector<int64_t>& want, std::vector<int64_t>& p) {
+    std::shuffle(p.begin(), p.end(), rng);
+    std::vector<int64_t> dims(4);
+    for (size_t j = 0; j < 4; ++j) dims[static_cast<size_t>(p[j])] = want[j];
+    return dims;
+  };
+  for (int it = 0; it < 24; ++it) {
+    const int64_t b = pick({1, 2}), h = pick({1, 3}), s = pick({1, 31, 33, 65}), sk = pick({1, 7, 129, 200}),
+                  dh = pick({4, 13, 16}), dv = pick({5, 16, 32});
+    std::vector<int64_t> qp = perm, kp = perm, vp = perm, op = perm;
+    const auto qd = operand({b, h, s, dh}, qp), kd = operand({b, h, dh, sk}, kp), vd = operand({b, h, sk, dv}, vp);
+    std::shuffle(op.begin(), op.end(), rng);
+    KernelCall c = make_call("Attention", 1,
+                             {simd_random(qd, rng, -2.f, 2.f), simd_random(kd, rng, -2.f, 2.f), simd_random(vd, rng),
+                              Tensor::scalar<float>(0.5f), shape_of(qd), shape_of(kd), shape_of(vd), shape_of({-1})});
+    c.domain = "com.gearbox";
+    c.attrs["q_perm"] = attr_ints(qp);
+    c.attrs["k_perm"] = attr_ints(kp);
+    c.attrs["v_perm"] = attr_ints(vp);
+    c.attrs["out_perm"] = attr_ints(op);
+    // Masks: none, per query row broadcast over keys [B,1,S,1], per (head, key) [1,H,1,Sk],
+    // per (row, key) [S,Sk] with some -inf (never a whole row).
+    const int form = it % 4;
+    if (form == 1) c.inputs.push_back(simd_random({b, 1, s, 1}, rng, -3.f, 3.f));
+    if (form == 2) c.inputs.push_back(simd_random({1, h, 1, sk}, rng, -3.f, 3.f));
+    if (form == 3) {
+      Tensor m = simd_random({s, sk}, rng, -3.f, 3.f);
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 1; j < sk; j += 2) m.data<float>()[i * sk + j] = -std::numeric_limits<float>::infinity();
+      c.inputs.push_back(m);
+    }
+    const std::string what = "perms q" + std::to_string(qp[0]) + std::to_string(qp[1]) + std::to_string(qp[2]) +
+                             std::to_string(qp[3]) + " " + describe({b, h, s, sk, dh, dv}) + " mask form " +
+                             std::to_string(form);
+    expect_simd_matches_ref(c, what);
+  }
+}
+
+// Keys in several tiles where a whole tile (128 keys) is masked with -inf for some rows and not
+// others: the online softmax must start over cleanly once a finite score arrives.
+TEST(SimdAttention, WholeKeyTilesMaskedPerRow) {
+  std::mt19937 rng(9);
+  Geometry g{1, 2, 40, 300, 8, 8};
+  KernelCall c = bert_call(g, rng);
+  Tensor m(DType::F32, {g.s, g.sk});
+  for (int64_t i = 0; i < g.s; ++i)
+    for (int64_t j = 0; j < g.sk; ++j)
+      m.data<float>()[i * g.sk + j] = (i % 2 == 0 && j < 260) ? -std::numeric_limits<float>::infinity() : 0.f;
+  c.inputs.push_back(m);
+  expect_simd_matches_ref(c, "tiles masked per row");
 }
 
 TEST(SimdAttention, FallbacksMatchTheReference) {

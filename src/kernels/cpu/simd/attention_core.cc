@@ -17,10 +17,13 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include <hwy/aligned_allocator.h>
 
 #include "kernels/cpu/simd/attention_core.h"
-#include "kernels/cpu/simd/simd_math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gearbox::simd {
@@ -43,6 +46,28 @@ using D = hn::ScalableTag<float>;
 using V = hn::Vec<D>;
 
 int64_t BlockRowsImpl() { return 2 * static_cast<int64_t>(hn::Lanes(D())); }
+
+// exp(x) for x <= 0, 0 below -87 (so a -inf score gives exactly 0), cheaper than the general
+// hn::Exp that ExpNonPositive wraps: Cody-Waite reduction x = k ln2 + r, |r| <= ln2 / 2, the
+// degree-7 polynomial of Cephes' expf for e^r (about 1 ulp), 2^k written into the exponent
+// bits (k >= -126 here, so always a normal float).
+HWY_INLINE V ExpSoftmax(D d, V x) {
+  const hn::RebindToSigned<D> di;
+  const V lo = hn::Set(d, -87.0f);
+  const V xc = hn::Max(x, lo);
+  const V k = hn::Round(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)));
+  V r = hn::MulAdd(k, hn::Set(d, -0.693359375f), xc);
+  r = hn::MulAdd(k, hn::Set(d, 2.12194440e-4f), r);
+  V p = hn::Set(d, 1.9875691500e-4f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
+  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
+  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
+  p = hn::MulAdd(p, hn::Mul(r, r), hn::Add(r, hn::Set(d, 1.0f)));
+  const auto two_k = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 127))));
+  return hn::IfThenElseZero(hn::Ge(x, lo), hn::Mul(p, two_k));
+}
 
 // st[j][0..R) = sum_c k[j][c] * qt[c][0..R) for kJ keys starting at kp (key stride k_key).
 template <int kJ>
@@ -88,6 +113,26 @@ HWY_INLINE void Context(D d, const float* st, int64_t r0, int64_t bc, const floa
     for (int w = 0; w < kW; ++w) hn::Store(acc[r][w], d, o + (r0 + r) * dvp + d0 + w * n);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// qt[c * ld + r] = q[r * q_row + c] * scale for a 4 x 4 block (channels contiguous): the
+// transpose of Q in 128-bit pieces, 4 stores per 16 values instead of 16.
+HWY_INLINE void Transpose4x4(const float* q, int64_t q_row, float scale, float* qt, int64_t ld) {
+  const hn::FixedTag<float, 4> d4;
+  const hn::Repartition<double, decltype(d4)> d2;
+  const auto sv = hn::Set(d4, scale);
+  const auto r0 = hn::Mul(hn::LoadU(d4, q), sv), r1 = hn::Mul(hn::LoadU(d4, q + q_row), sv);
+  const auto r2 = hn::Mul(hn::LoadU(d4, q + 2 * q_row), sv), r3 = hn::Mul(hn::LoadU(d4, q + 3 * q_row), sv);
+  const auto t0 = hn::BitCast(d2, hn::InterleaveLower(d4, r0, r1));  // a0 b0 a1 b1
+  const auto t1 = hn::BitCast(d2, hn::InterleaveLower(d4, r2, r3));  // c0 d0 c1 d1
+  const auto t2 = hn::BitCast(d2, hn::InterleaveUpper(d4, r0, r1));  // a2 b2 a3 b3
+  const auto t3 = hn::BitCast(d2, hn::InterleaveUpper(d4, r2, r3));  // c2 d2 c3 d3
+  hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d2, t0, t1)), d4, qt);
+  hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d2, t0, t1)), d4, qt + ld);
+  hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d2, t2, t3)), d4, qt + 2 * ld);
+  hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d2, t2, t3)), d4, qt + 3 * ld);
+}
+#endif
+
 void AttendBlock(const AttendRows& a, int64_t i0, int64_t rows, float* ws) {
   const D d;
   const int64_t n = static_cast<int64_t>(hn::Lanes(d)), R = 2 * n;
@@ -100,7 +145,19 @@ void AttendBlock(const AttendRows& a, int64_t i0, int64_t rows, float* ws) {
   float* abuf = lbuf + R;            // [R]
 
   // Q transposed and scaled; rows past the block's end are zero (their results are dropped).
-  for (int64_t r = 0; r < R; ++r) {
+  int64_t r = 0;
+#if HWY_TARGET != HWY_SCALAR
+  if (a.q_ch == 1) {
+    const int64_t dh4 = a.dh / 4 * 4;
+    for (; r + 4 <= rows; r += 4) {
+      const float* qr = a.q + (i0 + r) * a.q_row;
+      for (int64_t c = 0; c < dh4; c += 4) Transpose4x4(qr + c, a.q_row, a.scale, qt + c * R + r, R);
+      for (int64_t rr = r; rr < r + 4; ++rr)
+        for (int64_t c = dh4; c < a.dh; ++c) qt[c * R + rr] = a.q[(i0 + rr) * a.q_row + c] * a.scale;
+    }
+  }
+#endif
+  for (; r < R; ++r) {
     if (r < rows) {
       const float* qr = a.q + (i0 + r) * a.q_row;
       for (int64_t c = 0; c < a.dh; ++c) qt[c * R + r] = qr[c * a.q_ch] * a.scale;
@@ -148,8 +205,8 @@ void AttendBlock(const AttendRows& a, int64_t i0, int64_t rows, float* ws) {
     const V z0 = hn::IfThenZeroElse(hn::Eq(x0, ninf), x0), z1 = hn::IfThenZeroElse(hn::Eq(x1, ninf), x1);
     V s0 = hn::Zero(d), s1 = hn::Zero(d);
     for (j = 0; j < bc; ++j) {
-      const V e0 = ExpNonPositive(d, hn::Sub(hn::Load(d, st + j * R), z0));
-      const V e1 = ExpNonPositive(d, hn::Sub(hn::Load(d, st + j * R + n), z1));
+      const V e0 = ExpSoftmax(d, hn::Sub(hn::Load(d, st + j * R), z0));
+      const V e1 = ExpSoftmax(d, hn::Sub(hn::Load(d, st + j * R + n), z1));
       hn::Store(e0, d, st + j * R);
       hn::Store(e1, d, st + j * R + n);
       s0 = hn::Add(s0, e0);
@@ -159,7 +216,7 @@ void AttendBlock(const AttendRows& a, int64_t i0, int64_t rows, float* ws) {
       l0 = s0;
       l1 = s1;
     } else {
-      const V a0 = ExpNonPositive(d, hn::Sub(m0, z0)), a1 = ExpNonPositive(d, hn::Sub(m1, z1));
+      const V a0 = ExpSoftmax(d, hn::Sub(m0, z0)), a1 = ExpSoftmax(d, hn::Sub(m1, z1));
       l0 = hn::MulAdd(l0, a0, s0);
       l1 = hn::MulAdd(l1, a1, s1);
       hn::Store(a0, d, abuf);
