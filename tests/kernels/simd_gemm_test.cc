@@ -65,6 +65,23 @@ TEST(SimdMatMul, RandomizedOddShapesAgainstReference) {
   }
 }
 
+// The K block policy (gemm.h kKcMax: the whole K up to 1024, else equal blocks): K at the
+// limit (one block), one past it (two of 513) and 2500 (834, 834, 832), with a row-major A
+// read in place and a transposed A packed (per item, or once per call and shared when the
+// item splits N: N = 400 is 9 panels of 48, more than one item's 8), over 2 M blocks.
+TEST(SimdGemm, KBlocksAroundTheLimitAgainstReference) {
+  std::mt19937 g(1024);
+  for (const int64_t k : {1024, 1025, 2500}) {
+    for (const auto& [m, n] : std::vector<std::pair<int64_t, int64_t>>{{130, 400}, {9, 50}}) {
+      const std::string shape = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+      expect_gemm(make_call("MatMul", 13, {simd_random({m, k}, g), simd_random({k, n}, g)}), k, "MatMul " + shape);
+      KernelCall gm = make_call("Gemm", 13, {simd_random({k, m}, g), simd_random({k, n}, g)});
+      gm.attrs["transA"] = attr_int(1);
+      expect_gemm(gm, k, "Gemm transA " + shape);
+    }
+  }
+}
+
 TEST(SimdMatMul, BatchBroadcastingAgainstReference) {
   std::mt19937 g(7);
   auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(g)]; };

@@ -123,8 +123,8 @@ float* thread_shared_a(int64_t floats) {
   return buf.get();
 }
 
-// At most this many B panels per work item: the item's B block (kc x 8 NR floats, 384 KiB
-// on AVX-512 with kc 256) stays in L2 while its A block is reused over it.
+// At most this many B panels per work item: the item's C block (kMcRows x 8 NR floats, 192
+// KiB on AVX-512), reloaded once per K block, stays in L2.
 constexpr int64_t kMaxPanels = 8;
 // Work items per thread to aim for, so a thread the OS delays leaves its share to others.
 constexpr int64_t kItemsPerThread = 4;

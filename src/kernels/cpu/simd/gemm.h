@@ -35,6 +35,18 @@ void pack_b(const float* b, int64_t rs, int64_t cs, int64_t rows, int64_t n, int
 // The fused activation of FusedMatMul/FusedGemm (kernels/cpu/ref/fused_util.h names).
 enum class Act : int { None, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Silu, Gelu, GeluTanh };
 
+// The largest K block and the M block one work item covers. The K block is the whole K up
+// to 1024 (larger K: equal blocks of at most 1024). The kc x NR B micro-panel (192 KiB on
+// AVX-512 at kc 1024) then streams from L2 rather than sitting in L1, which the micro-kernel
+// absorbs (its B loads are sequential and prefetched); in exchange each C tile is loaded and
+// stored once per K block instead of once per 256 steps, and there are fewer micro-kernel
+// calls. Measured on the 2-core Zen-5-like EPYC (bench/matmul_peak.cc, docs/performance.md):
+// kc 1024 vs 256 +1-5% per core on BERT's linear layers and 1024^3, +5-13% at 2 threads on
+// the BERT shapes; 128-192 were slower, and prefetching the next B panel into L2 or packing
+// a row-major A measured slower still.
+inline constexpr int64_t kKcMax = 1024;
+inline constexpr int64_t kMcRows = 128;
+
 // Y = act(alpha * A B + beta * C), for one matrix product.
 // A(i, kk) = a[i * a_rs + kk * a_cs]; C(i, j) = c[i * c_rs + j * c_cs] (strides 0 broadcast;
 // c null: no C term); Y row-major with leading dimension ldy.
@@ -50,13 +62,10 @@ struct Problem {
   int64_t c_rs = 0, c_cs = 0;
   Act act = Act::None;
   float p0 = 0.f, p1 = 0.f;  // activation parameters (LeakyRelu/HardSigmoid alpha, beta; Clip min, max)
-  int64_t kc = 256;          // K block (<= kKcMax): B micro-panel kc x NR in L1
+  int64_t kc = kKcMax;       // K block (<= kKcMax; see kKcMax)
   bool a_in_place = false;   // a row-major A the micro-kernel reads where it is (no packing)
 };
 
-// The largest K block and the M block one work item covers.
-inline constexpr int64_t kKcMax = 512;
-inline constexpr int64_t kMcRows = 128;
 // K runs in blocks of equal size (<= kc), so a K just over a multiple of kc leaves no sliver.
 inline int64_t k_block(int64_t k, int64_t kc) {
   const int64_t nk = (k + kc - 1) / kc;
