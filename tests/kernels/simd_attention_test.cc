@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include <hwy/targets.h>
+
+#include "kernels/cpu/simd/attention_core.h"
 #include "kernels/simd_test_util.h"
 
 namespace gearbox {
@@ -196,6 +199,35 @@ TEST(SimdAttention, WholeKeyTilesMaskedPerRow) {
       m.data<float>()[i * g.sk + j] = (i % 2 == 0 && j < 260) ? -std::numeric_limits<float>::infinity() : 0.f;
   c.inputs.push_back(m);
   expect_simd_matches_ref(c, "tiles masked per row");
+}
+
+// The inner loop has per-target register blocking (AVX-512: 32 query rows, 8-key score and
+// 4-row context tiles; AVX2: 16 rows, 4 keys, 2 rows; scalar: 2 rows) and the dispatcher
+// picks only the best target of this CPU, so each compiled target this CPU can run is forced
+// in turn and checked against the reference on shapes that straddle its block edges.
+TEST(SimdAttention, EveryCompiledTargetAgainstReference) {
+  std::vector<std::string> ran;
+  const int64_t targets = simd::attend_compiled_targets() & hwy::SupportedTargets();
+  for (int64_t rest = targets; rest != 0; rest &= rest - 1) {
+    const int64_t t = rest & -rest;
+    hwy::SetSupportedTargetsForTest(t);
+    const std::string name = hwy::TargetName(t);
+    EXPECT_EQ(std::string(simd::dispatch_target_name()), name) << "forcing " << name << " did not take";
+    std::mt19937 rng(static_cast<unsigned>(t % 1000));
+    for (const Geometry& g : std::vector<Geometry>{{1, 2, 37, 37, 13, 13}, {2, 1, 9, 150, 16, 24},
+                                                  {1, 3, 70, 33, 64, 19}, {1, 1, 1, 5, 3, 8}}) {
+      KernelCall c = bert_call(g, rng);
+      Tensor m = simd_random({g.b, 1, g.s, g.sk}, rng);
+      for (int64_t i = 0; i < m.numel(); i += 4) m.data<float>()[i] = -10000.f;
+      c.inputs.push_back(m);
+      expect_simd_matches_ref(c, name + " " + describe(g));
+    }
+    ran.push_back(name);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  // At least the target the dispatcher picks by itself ran.
+  EXPECT_FALSE(ran.empty());
+  EXPECT_NE(std::find(ran.begin(), ran.end(), std::string(simd::dispatch_target_name())), ran.end());
 }
 
 TEST(SimdAttention, FallbacksMatchTheReference) {

@@ -298,6 +298,7 @@ HWY_AFTER_NAMESPACE();
 namespace gearbox::simd {
 HWY_EXPORT(AttendRowsImpl);
 HWY_EXPORT(BlockRowsImpl);
+int64_t attend_compiled_targets() { return HWY_TARGETS; }
 int64_t attend_block_rows() { return HWY_DYNAMIC_DISPATCH(BlockRowsImpl)(); }
 void attend_rows(const AttendRows& a) { HWY_DYNAMIC_DISPATCH(AttendRowsImpl)(a); }
 }  // namespace gearbox::simd

@@ -32,6 +32,9 @@ struct AttendRows {
 // Query rows one block of the inner loop holds on this CPU's instruction set (2 vectors: 32
 // on AVX-512); the caller splits rows in multiples of it so no block is computed twice.
 int64_t attend_block_rows();
+// The Highway targets (bits of hwy's target mask) the inner loop is compiled for, so tests
+// can run each one (hwy::SetSupportedTargetsForTest) against the reference.
+int64_t attend_compiled_targets();
 // Computes a.row_begin..a.row_end; uses a per-thread workspace (safe inside OpenMP regions).
 void attend_rows(const AttendRows& a);
 
