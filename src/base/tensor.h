@@ -79,6 +79,9 @@ class Tensor {
   Tensor reshaped(Dims dims) const;
   // Deep copy.
   Tensor clone() const;
+  // True when this tensor is the only holder of its own (not borrowed) buffer: no other
+  // tensor (a reshaped view, a copy kept elsewhere) would see a write to it.
+  bool owns_buffer_alone() const { return owner_ && !borrowed_ && owner_.use_count() == 1; }
   // Element i as double (numeric dtypes), for tests and diagnostics.
   double at_double(int64_t i) const;
 

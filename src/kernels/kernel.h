@@ -101,6 +101,14 @@ class KernelContext {
   // so a kernel may keep what it derives from it (e.g. weights packed for a primitive).
   bool input_is_constant(size_t i) const { return i < constant_.size() && constant_[i]; }
   void set_constant_inputs(std::vector<bool> constant) { constant_ = std::move(constant); }
+  // True when the kernel may write its output into input i's buffer (e.g. a residual the
+  // output replaces): the executor found this node the value's last reader, reading it
+  // through this input only, and no other tensor shares the buffer.
+  bool may_overwrite_input(size_t i) const {
+    return i < last_reader_.size() && last_reader_[i] && has_input(i) && inputs_[i]->is_tensor() &&
+           input(i).owns_buffer_alone();
+  }
+  void set_last_reader_of(std::vector<bool> last_reader) { last_reader_ = std::move(last_reader); }
 
   // Outputs: the node's output list; an output the model omits is not wanted.
   size_t num_outputs() const { return wanted_.size(); }
@@ -147,6 +155,7 @@ class KernelContext {
   std::vector<bool> wanted_;
   SubgraphRunner runner_;
   std::vector<bool> constant_;
+  std::vector<bool> last_reader_;
   const std::vector<std::string>* engines_ = nullptr;
 };
 

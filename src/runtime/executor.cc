@@ -1,6 +1,7 @@
 // Sequential executor.
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <unordered_set>
@@ -53,6 +54,10 @@ Status Executor::plan_graph(const Graph& graph) {
     for_each_subgraph(n, [&](const Graph& sg) { collect_reads(sg, reads); });
     for (const Value* v : reads) last_use[v] = i;
   }
+  std::unordered_set<const Value*> produced_here;
+  for (const auto& n : graph.nodes)
+    for (const Value* o : n->outputs)
+      if (o) produced_here.insert(o);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = *graph.nodes[i];
     NodePlan np;
@@ -85,6 +90,12 @@ Status Executor::plan_graph(const Graph& graph) {
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
     for (const Value* in : n.inputs) np.constant_inputs.push_back(in && in->is_initializer);
+    // A value this graph computes, read for the last time here and through one input only,
+    // may be overwritten by the kernel (whether its buffer is shared is checked per run).
+    // Outer-scope values stay intact: a loop body runs again.
+    for (const Value* in : n.inputs)
+      np.overwritable_inputs.push_back(in && produced_here.count(in) && !graph_outputs.count(in) &&
+                                       last_use[in] == i && std::count(n.inputs.begin(), n.inputs.end(), in) == 1);
     for (const Value* v : n.inputs)
       if (v && v->producer && !graph_outputs.count(v) && last_use[v] == i &&
           std::find(np.release_after.begin(), np.release_after.end(), v) == np.release_after.end())
@@ -232,6 +243,7 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   };
   KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
   ctx.set_constant_inputs(np.constant_inputs);
+  ctx.set_last_reader_of(np.overwritable_inputs);
   ctx.set_engines(&engines_);
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -53,6 +53,7 @@ class Executor {
     std::vector<const KernelDef*> candidates;  // same (domain, op, opset, engine); differ in dtypes
     std::vector<bool> wanted;                  // which outputs the graph uses
     std::vector<bool> constant_inputs;         // which inputs are initializers
+    std::vector<bool> overwritable_inputs;     // KernelContext::may_overwrite_input's plan half
     std::vector<const Value*> release_after;   // values whose last use is this node
   };
   struct GraphPlan {

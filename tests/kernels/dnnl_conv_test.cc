@@ -147,6 +147,50 @@ TEST(DnnlConv, RunTimeWeightsAreNotCached) {
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), reorders_before + 3);  // blocked layout: one reorder a run
 }
 
+// 3x3 stride-1 convolutions with >= 64 channels run as oneDNN's Winograd algorithm (conv.cc):
+// NCHW, FusedConv with residual and activation, and channels-last, odd spatial sizes; checked
+// against the reference and through winograd_conv_runs, so a silent switch back to the
+// direct kernel cannot pass. Not eligible (stride 2, too few channels) or turned off by
+// GEARBOX_CONV_WINOGRAD=0: the direct kernel, same results.
+TEST(DnnlConv, Winograd3x3AgainstReference) {
+  std::mt19937 g(33);
+  auto conv3x3 = [&](const char* op, Dims x, int64_t m, bool residual, const char* act) {
+    const bool nhwc = std::string(op) == "NhwcConv";
+    const int64_t c = nhwc ? x[3] : x[1];
+    KernelCall call = make_call(op, op == std::string("Conv") ? 11 : 1,
+                                {dnnl_random(x, g), dnnl_random({m, c, 3, 3}, g), dnnl_random({m}, g)});
+    if (op != std::string("Conv")) call.domain = "com.gearbox";
+    call.constant_inputs = {false, true, true};
+    call.attrs["pads"] = attr_ints({1, 1, 1, 1});
+    if (residual) call.inputs.push_back(dnnl_random(nhwc ? Dims{x[0], x[1], x[2], m} : Dims{x[0], m, x[2], x[3]}, g));
+    if (act) call.attrs["activation"] = attr_string(act);
+    return call;
+  };
+  const std::vector<KernelCall> eligible{
+      conv3x3("Conv", {1, 64, 14, 15}, 64, false, nullptr),
+      conv3x3("FusedConv", {2, 64, 9, 11}, 80, true, "Relu"),
+      conv3x3("FusedConv", {1, 128, 28, 28}, 128, false, "Relu"),  // F(4x4,3x3) on this CPU
+      conv3x3("NhwcConv", {2, 7, 10, 128}, 64, true, "Relu"),
+      conv3x3("NhwcConv", {1, 13, 13, 96}, 96, false, nullptr),
+  };
+  int64_t before = dnnl_engine::winograd_conv_runs();
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    const int64_t k = eligible[i].op_type == "NhwcConv" ? eligible[i].inputs[0].dim(3) : eligible[i].inputs[0].dim(1);
+    expect_dnnl_matches_ref(eligible[i], k * 9, "winograd case " + std::to_string(i));
+  }
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - before, static_cast<int64_t>(eligible.size()));
+
+  KernelCall strided = conv3x3("Conv", {1, 64, 14, 14}, 64, false, nullptr);
+  strided.attrs["strides"] = attr_ints({2, 2});
+  before = dnnl_engine::winograd_conv_runs();
+  expect_dnnl_matches_ref(strided, 64 * 9, "stride 2");
+  expect_dnnl_matches_ref(conv3x3("Conv", {1, 32, 14, 14}, 64, false, nullptr), 32 * 9, "32 input channels");
+  ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
+  expect_dnnl_matches_ref(eligible[1], 64 * 9, "winograd off");
+  ::unsetenv("GEARBOX_CONV_WINOGRAD");
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs(), before);
+}
+
 // com.gearbox.NhwcConv (the layout pass's channels-last form): X, Z and Y are [N, H, W, C];
 // the reference transposes around cpu.ref FusedConv, the oneDNN kernel reads NHWC directly.
 TEST(DnnlConv, ChannelsLastAgainstReference) {

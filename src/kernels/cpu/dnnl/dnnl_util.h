@@ -69,6 +69,8 @@ size_t weight_cache_size();
 // Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
 // must know which path ran.
 int64_t ref_fallback_count();
+// Times a convolution ran as oneDNN's Winograd algorithm (conv.cc), for the same purpose.
+int64_t winograd_conv_runs();
 
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name
