@@ -119,6 +119,24 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   return s;
 }
 
+Result<bool> Session::prepare() const {
+  std::map<std::string, Tensor> zeros;
+  for (const IoInfo& io : inputs_) {
+    const ValueType& t = io.type;
+    if (t.kind != ValueType::Kind::Tensor || t.dtype == DType::Undefined || !t.shape.ranked) return false;
+    Dims dims;
+    for (const Dim& d : t.shape.dims) {
+      if (!d.known()) return false;
+      dims.push_back(d.value);
+    }
+    GBX_ASSIGN_OR_RETURN(Tensor z, Tensor::allocate(t.dtype, dims));  // zero-filled
+    zeros.emplace(io.name, std::move(z));
+  }
+  GBX_ASSIGN_OR_RETURN(std::vector<Tensor> unused, run(zeros));
+  (void)unused;
+  return true;
+}
+
 Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const {
   for (const auto& [name, value] : feeds) {
     auto it = std::find_if(inputs_.begin(), inputs_.end(), [&](const IoInfo& io) { return io.name == name; });

@@ -113,6 +113,14 @@ class Session {
   device::Event run_async(std::map<std::string, Tensor> inputs, device::Stream& stream,
                           std::vector<Tensor>* outputs) const;
 
+  // Runs the model once on zero-filled inputs, so that what a first run pays (oneDNN
+  // primitive creation, weights reordered or packed into the kernels' layouts, the run's
+  // buffers) is paid now, at load, rather than by the first request (gearbox serve does this;
+  // gearbox bench --prepare). Needs every input to be a tensor of static shape: true when it
+  // ran, false when the model has a dynamic or non-tensor input (nothing is done). An error
+  // is the run's error (a model that cannot run on zeros; its real runs may still work).
+  Result<bool> prepare() const;
+
   // Hits, misses and evictions of the per-shape-signature plan cache (runtime/plan_cache.h).
   PlanCacheStats plan_cache_stats() const;
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/logging.h"
 #include "base/npy.h"
 #include "tools/commands.h"
 #include "tools/engine_option.h"
@@ -34,6 +35,7 @@ struct BenchOptions {
   bool json = false;
   std::string output_dir;  // outputs of the first run, as .npy
   bool rounds_stdin = false;
+  bool prepare = false;  // Session::prepare() inside the load time
   std::vector<std::string> engines;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
 };
 
@@ -147,8 +149,13 @@ int bench(const BenchOptions& o) {
   so.engine_overrides = o.engines;
   auto t_load = Clock::now();
   auto session = Session::load(o.model, so);
-  const double load_ms = ms_since(t_load);
   if (!session.ok()) return report(session.status());
+  if (o.prepare) {
+    auto prepared = (*session)->prepare();
+    if (!prepared.ok()) return report(prepared.status().with_context("--prepare: "));
+    if (!*prepared) GBX_LOG_WARN("BENCH", "--prepare: the model has a dynamic input; nothing was prepared at load");
+  }
+  const double load_ms = ms_since(t_load);
   auto feeds = make_feeds(**session, o);
   if (!feeds.ok()) return report(feeds.status());
 
@@ -224,6 +231,9 @@ void add_bench_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--warmup", o->warmup, "Untimed runs after the first run (default 1)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
   sub->add_option("--output-dir", o->output_dir, "Write the first run's outputs as DIR/<name>.npy");
+  sub->add_flag("--prepare", o->prepare,
+                "Prepare at load (Session::prepare: one run on zeros, so primitives and packed weights exist before "
+                "the first run); the load time includes it");
   sub->add_flag("--rounds-stdin", o->rounds_stdin,
                 "After load and first run print a JSON 'ready' line, then per stdin line 'W N' run W untimed and N "
                 "timed runs and print {\"times_ms\": [...]} (for bench/ort_compare.py)");

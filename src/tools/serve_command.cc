@@ -30,6 +30,7 @@ struct ServeOptions {
   int64_t batch_timeout_us = 1000;
   int64_t max_request_bytes = 64ll << 20;
   std::string auth_token_file;
+  bool prepare = true;
 };
 
 bool is_loopback(const std::string& host) {
@@ -103,6 +104,15 @@ int serve(const ServeOptions& o) {
     sess.threads = o.threads;
     auto session = Session::load(path, sess);
     if (!session.ok()) return report(session.status().with_context("--model " + name + ": "));
+    if (o.prepare) {
+      // The first request would otherwise pay for primitive creation and weight packing.
+      auto prepared = (*session)->prepare();
+      if (!prepared.ok())
+        GBX_LOG_WARN("SERVE", "--model {}: preparing on zero inputs failed ({}); the first request prepares instead",
+                     name, prepared.status().to_string());
+      else if (!*prepared)
+        GBX_LOG_INFO("SERVE", "--model {}: dynamic input shapes; the first request of each shape prepares it", name);
+    }
     serve::RunnerOptions ro;
     ro.workers = o.workers;
     ro.max_batch = o.max_batch;
@@ -157,6 +167,9 @@ void add_serve_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--batch-timeout-us", o->batch_timeout_us,
                   "Dynamic batching: how long a request waits for others to join its batch (default 1000)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Largest request body accepted (default 64 MiB)");
+  sub->add_flag("--prepare,!--no-prepare", o->prepare,
+                "Run each model once on zero inputs at load, so the first request does not pay for primitive "
+                "creation and weight packing (default on; static input shapes only)");
   sub->add_option("--auth-token-file", o->auth_token_file,
                   "Require 'Authorization: Bearer <token>' with the token in this file");
   sub->callback([o, action] { *action = [o] { return serve(*o); }; });
