@@ -54,12 +54,15 @@ TEST(SimdMatMul, RandomizedOddShapesAgainstReference) {
     expect_gemm(make_call("MatMul", 13, {simd_random({m, k}, g), simd_random({k, n}, g)}), k,
                 "MatMul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
   }
-  // Several M blocks (> 128 rows), several K blocks with K not a multiple of 256, N over
-  // several panel groups with a ragged last panel.
+  // Several M blocks (> 128 rows), several K blocks (K > 1024) and K not a multiple of the
+  // block, N over several panel groups with a ragged last panel.
   for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {257, 1000, 33}, {130, 513, 401}, {1001, 37, 19}, {5, 1030, 3}, {128, 768, 100},
            // A rows a multiple of 4 KiB apart (read in place like any row-major A).
-           {130, 1024, 100}, {9, 2048, 50}}) {
+           {130, 1024, 100}, {9, 2048, 50},
+           // 22 panels (the last ragged) dealt out unevenly over the N groups (2, 3, 3, ... with
+           // 2 threads; 7, 7, 8 with 1), with one and with three M blocks.
+           {9, 40, 1050}, {300, 40, 1050}}) {
     expect_gemm(make_call("MatMul", 13, {simd_random({m, k}, g), simd_random({k, n}, g)}), k,
                 "MatMul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
   }

@@ -154,6 +154,8 @@ void run(std::vector<Problem>& probs) {
   const int64_t want = threads > 1 ? threads * kItemsPerThread : 1;
   const int64_t nsplit = std::max<int64_t>(1, (want + outer - 1) / outer);
   const int64_t chunk = std::min(kMaxPanels, std::max<int64_t>(1, (np + nsplit - 1) / nsplit));
+  // The panels are dealt out evenly over the nch groups (1024^3: 7, 7, 8 panels rather than
+  // 8, 8, 6), so that no item is much longer than the rest at the end of the dynamic schedule.
   const int64_t nch = (np + chunk - 1) / chunk;
   const int64_t items = outer * nch;
   const int64_t kcb = k_block(f.k, f.kc), nk = (f.k + kcb - 1) / kcb;
@@ -178,8 +180,8 @@ void run(std::vector<Problem>& probs) {
     for (int64_t it = 0; it < items; ++it) {
       const int64_t c = it % nch, rest = it / nch, mb = rest % nmb, b = rest / nmb;
       const int64_t m0 = mb * mc;
-      compute_block(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc), c * chunk,
-                    std::min(np, c * chunk + chunk), share ? shared + rest * nk * blk : apack, share ? blk : 0);
+      compute_block(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc), c * np / nch, (c + 1) * np / nch,
+                    share ? shared + rest * nk * blk : apack, share ? blk : 0);
     }
   }
 }
