@@ -117,21 +117,8 @@ Status conv_transpose(KernelContext& ctx) {
     if (b->dtype() != dt || b->rank() != 1 || b->dim(0) != m)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "bias B ", describe(*b), " must be ", dtype_name(dt), "[", m, "]");
   }
-  const std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(k, 1));
-  const std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(k, 1));
-  const std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(k, 0));
-  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
-  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
-  if (out_shape.size() == k + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);  // full N,C,... form
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  if (strides.size() != k || dil.size() != k || out_pad.size() != k || pads.size() != 2 * k ||
-      (!out_shape.empty() && out_shape.size() != k))
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides/dilations/output_padding/pads/output_shape sizes ",
-                     strides.size(), "/", dil.size(), "/", out_pad.size(), "/", pads.size(), "/", out_shape.size(),
-                     " do not match ", k, " spatial dims");
-  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "auto_pad '", auto_pad, "' is not supported");
-  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  std::vector<int64_t> in_spatial(x.dims().begin() + 2, x.dims().end());
+  GBX_ASSIGN_OR_RETURN(nn::Window win, nn::make_transpose_window(ctx, in_spatial, kernel));
   TGeom g;
   Dims ydims{x.dim(0), m};
   const size_t lead = 3 - k;
@@ -142,35 +129,13 @@ Status conv_transpose(KernelContext& ctx) {
       continue;
     }
     const size_t j = i - lead;
-    if (strides[j] < 1 || dil[j] < 1 || kernel[j] < 1 || out_pad[j] < 0)
-      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "spatial dim ", j, ": stride ", strides[j], ", dilation ", dil[j],
-                       ", kernel ", kernel[j], ", output_padding ", out_pad[j], " are invalid");
-    const int64_t in = x.dim(j + 2);
-    const int64_t ext = (kernel[j] - 1) * dil[j] + 1;
-    const int64_t full = strides[j] * (in - 1) + out_pad[j] + ext;
-    int64_t out;
-    if (!out_shape.empty() || same) {
-      out = !out_shape.empty() ? out_shape[j] : in * strides[j];
-      const int64_t total = full - out;
-      // The smaller half goes first except for SAME_LOWER (as the ONNX spec's formula and the
-      // node suite's expected outputs have it; a negative total, from an output_shape larger
-      // than the natural size, leaves the extra positions at the end).
-      pads[j] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      pads[j + k] = total - pads[j];
-    } else {
-      if (auto_pad == "VALID") pads[j] = pads[j + k] = 0;
-      out = full - pads[j] - pads[j + k];
-    }
-    if (out <= 0)
-      return ctx.error(ErrorCode::SHAPE_MISMATCH, "spatial dim ", j, " gives output size ", out, " (input ", in,
-                       ", pads ", pads[j], "/", pads[j + k], ")");
-    g.in[i] = in;
+    g.in[i] = win.in[j];
     g.k[i] = kernel[j];
-    g.s[i] = strides[j];
-    g.d[i] = dil[j];
-    g.p[i] = pads[j];
-    g.out[i] = out;
-    ydims.push_back(out);
+    g.s[i] = win.strides[j];
+    g.d[i] = win.dilations[j];
+    g.p[i] = win.pad_begin[j];
+    g.out[i] = win.out[j];
+    ydims.push_back(win.out[j]);
   }
   if (x.numel() == 0) {
     ctx.set_output(0, Tensor(dt, ydims));

@@ -151,6 +151,63 @@ inline Result<Window> make_window(const KernelContext& ctx, const std::vector<in
   return w;
 }
 
+// ConvTranspose's output window (ONNX semantics): strides, dilations, output_padding, pads,
+// output_shape (spatial or full N,C,... form) and auto_pad. With output_shape or SAME_*
+// the pads are derived from the requested size: the smaller half first except for
+// SAME_LOWER (the ONNX formula and the node suite's outputs); an output_shape larger than
+// the natural size gives a negative end pad (extra positions at the end, left zero).
+inline Result<Window> make_transpose_window(const KernelContext& ctx, const std::vector<int64_t>& in_spatial,
+                                            const std::vector<int64_t>& kernel) {
+  const size_t k = in_spatial.size();
+  Window w;
+  w.rank = k;
+  w.in = in_spatial;
+  w.kernel = kernel;
+  w.strides = ctx.attr_ints("strides", std::vector<int64_t>(k, 1));
+  w.dilations = ctx.attr_ints("dilations", std::vector<int64_t>(k, 1));
+  const std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(k, 0));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
+  if (out_shape.size() == k + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);  // full N,C,... form
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  if (kernel.size() != k || w.strides.size() != k || w.dilations.size() != k || out_pad.size() != k ||
+      pads.size() != 2 * k || (!out_shape.empty() && out_shape.size() != k))
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides/dilations/output_padding/pads/output_shape sizes ",
+                     w.strides.size(), "/", w.dilations.size(), "/", out_pad.size(), "/", pads.size(), "/",
+                     out_shape.size(), " do not match ", k, " spatial dims");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "auto_pad '", auto_pad, "' is not supported");
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  w.pad_begin.resize(k);
+  w.pad_end.resize(k);
+  w.out.resize(k);
+  for (size_t j = 0; j < k; ++j) {
+    if (w.strides[j] < 1 || w.dilations[j] < 1 || kernel[j] < 1 || out_pad[j] < 0)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "spatial dim ", j, ": stride ", w.strides[j], ", dilation ",
+                       w.dilations[j], ", kernel ", kernel[j], ", output_padding ", out_pad[j], " are invalid");
+    const int64_t in = in_spatial[j];
+    const int64_t ext = (kernel[j] - 1) * w.dilations[j] + 1;
+    const int64_t full = w.strides[j] * (in - 1) + out_pad[j] + ext;
+    int64_t out;
+    if (!out_shape.empty() || same) {
+      out = !out_shape.empty() ? out_shape[j] : in * w.strides[j];
+      const int64_t total = full - out;
+      pads[j] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+      pads[j + k] = total - pads[j];
+    } else {
+      if (auto_pad == "VALID") pads[j] = pads[j + k] = 0;
+      out = full - pads[j] - pads[j + k];
+    }
+    if (out <= 0)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "spatial dim ", j, " gives output size ", out, " (input ", in,
+                       ", pads ", pads[j], "/", pads[j + k], ")");
+    w.pad_begin[j] = pads[j];
+    w.pad_end[j] = pads[j + k];
+    w.out[j] = out;
+  }
+  return w;
+}
+
 // Spatial geometry padded to exactly three dims (leading unit dims for 1-D/2-D).
 struct Geom3 {
   int64_t in[3], k[3], s[3], d[3], p[3], pe[3], out[3];

@@ -1,0 +1,121 @@
+// ConvTranspose (ai.onnx opsets 1-17) on oneDNN's deconvolution, cpu.dnnl engine.
+//
+// Handled here: float32, 2-D (NCHW), any group, strides, dilations, pads, output_padding,
+// output_shape and every auto_pad, with optional bias. The geometry comes from the
+// reference's make_transpose_window, so both engines agree on output sizes and errors. ONNX
+// stores W as [C, M/group, kH, kW] (input channels first): oneDNN reads it as the iohw /
+// giohw layout of its [M, C, kH, kW] weights, reordered once into the primitive's layout
+// and cached like Conv's. Activations use the primitive's preferred layout with a reorder
+// from/to NCHW per run (conv.cc's NCHW path). Everything else (1-D/3-D, other dtypes,
+// empty tensors, a negative begin pad from an output_shape past the natural size, invalid input)
+// falls back inside the kernel to the cpu.ref kernel.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/logging.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/cpu/ref/nn_util.h"
+
+namespace gearbox::dnnl_engine {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+
+struct DeconvPrim {
+  dnnl::deconvolution_forward prim;
+  memory::desc src_md, wei_md, dst_md, scratch_md;
+  memory::desc src_plain, wei_plain, dst_plain, bias_plain;
+};
+
+Status conv_transpose(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
+    return run_ref(ctx);
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
+    return run_ref(ctx);
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dim(0), c = x.dim(1);
+  if (group < 1 || c % group != 0 || w.dim(0) != c) return run_ref(ctx);  // the reference's error
+  const int64_t mg = w.dim(1), m = mg * group;
+  const std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
+  if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
+  const Tensor* b = nullptr;
+  if (ctx.has_input(2)) {
+    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
+    b = &ctx.input(2);
+    if (b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m) return run_ref(ctx);
+  }
+  auto win = ref::nn::make_transpose_window(ctx, {x.dim(2), x.dim(3)}, kernel);
+  if (!win.ok()) return run_ref(ctx);  // reported by the reference, with its wording
+  // A negative begin pad (an output_shape or SAME output past the natural size, extra
+  // positions split to both ends) is refused by oneDNN; a negative end pad it takes.
+  if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0) return run_ref(ctx);
+  const Dims ydims{n, m, win->out[0], win->out[1]};
+  const std::string key = "deconv|" + to_string(x.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
+                          to_string(win->strides) + "d" + to_string(win->dilations) + "p" + to_string(win->pad_begin) +
+                          to_string(win->pad_end) + "o" + to_string(win->out) + (b ? "b" : "");
+  try {
+    auto p = cached<DeconvPrim>(key, [&] {
+      auto dp = std::make_shared<DeconvPrim>();
+      const auto f32 = memory::data_type::f32;
+      const memory::dims src_d = to_dims(x.dims()), dst_d = to_dims(ydims);
+      const memory::dims wei_d = group > 1 ? memory::dims{group, mg, c / group, kernel[0], kernel[1]}
+                                           : memory::dims{m, c, kernel[0], kernel[1]};
+      dp->src_plain = plain_md(src_d);
+      dp->dst_plain = plain_md(dst_d);
+      dp->wei_plain = memory::desc(wei_d, f32, group > 1 ? tag::giohw : tag::iohw);
+      dp->bias_plain = plain_md({m});
+      const memory::desc src_any(src_d, f32, tag::any), dst_any(dst_d, f32, tag::any), wei_any(wei_d, f32, tag::any);
+      const memory::dims strides{win->strides[0], win->strides[1]};
+      const memory::dims dil{win->dilations[0] - 1, win->dilations[1] - 1};
+      const memory::dims pl{win->pad_begin[0], win->pad_begin[1]}, pr{win->pad_end[0], win->pad_end[1]};
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::deconvolution_direct;
+      auto desc = b ? dnnl::deconvolution_forward::desc(prop, alg, src_any, wei_any, dp->bias_plain, dst_any, strides,
+                                                        dil, pl, pr)
+                    : dnnl::deconvolution_forward::desc(prop, alg, src_any, wei_any, dst_any, strides, dil, pl, pr);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per-run scratch (conv.cc)
+      dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+      dp->src_md = pd.src_desc();
+      dp->wei_md = pd.weights_desc();
+      dp->dst_md = pd.dst_desc();
+      dp->scratch_md = pd.scratchpad_desc();
+      dp->prim = dnnl::deconvolution_forward(pd);
+      return dp;
+    });
+
+    dnnl::engine& eng = cpu_engine();
+    dnnl::stream& s = thread_stream();
+    GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
+    memory src(p->src_plain, eng, const_cast<void*>(x.raw()));
+    if (p->src_md != p->src_plain) {
+      memory blocked(p->src_md, eng);
+      dnnl::reorder(src, blocked).execute(s, src, blocked);
+      src = blocked;
+    }
+    memory wei = reordered_weights(w, p->wei_plain, p->wei_md, ctx.input_is_constant(1));
+    memory y_plain(p->dst_plain, eng, y.data<float>());
+    memory dst = p->dst_md == p->dst_plain ? y_plain : memory(p->dst_md, eng);
+    memory scratch(p->scratch_md, eng);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (b) args.emplace(DNNL_ARG_BIAS, memory(p->bias_plain, eng, const_cast<void*>(b->raw())));
+    p->prim.execute(s, args);
+    if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
+    s.wait();
+    ctx.set_output(0, std::move(y));
+    return Status::OK();
+  } catch (const dnnl::error& e) {
+    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
+    return run_ref(ctx);
+  }
+}
+
+GBX_REGISTER_KERNEL({"", "ConvTranspose", 1, 17, kEngineDnnl, {DType::F32}, conv_transpose});
+
+}  // namespace
+}  // namespace gearbox::dnnl_engine
