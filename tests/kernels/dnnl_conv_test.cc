@@ -147,10 +147,11 @@ TEST(DnnlConv, RunTimeWeightsAreNotCached) {
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), reorders_before + 3);  // blocked layout: one reorder a run
 }
 
-// 3x3 stride-1 convolutions with >= 64 channels run as oneDNN's Winograd algorithm (conv.cc):
+// 3x3 stride-1 convolutions with >= 64 channels and outputs of >= 14x14 run as oneDNN's
+// Winograd algorithm (conv.cc):
 // NCHW, FusedConv with residual and activation, and channels-last, odd spatial sizes; checked
 // against the reference and through winograd_conv_runs, so a silent switch back to the
-// direct kernel cannot pass. Not eligible (stride 2, too few channels) or turned off by
+// direct kernel cannot pass. Not eligible (stride 2, too few channels, 7x7) or turned off by
 // GEARBOX_CONV_WINOGRAD=0: the direct kernel, same results.
 TEST(DnnlConv, Winograd3x3AgainstReference) {
   std::mt19937 g(33);
@@ -168,10 +169,10 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
   };
   const std::vector<KernelCall> eligible{
       conv3x3("Conv", {1, 64, 14, 15}, 64, false, nullptr),
-      conv3x3("FusedConv", {2, 64, 9, 11}, 80, true, "Relu"),
+      conv3x3("FusedConv", {2, 64, 16, 17}, 80, true, "Relu"),
       conv3x3("FusedConv", {1, 128, 28, 28}, 128, false, "Relu"),  // F(4x4,3x3) on this CPU
-      conv3x3("NhwcConv", {2, 7, 10, 128}, 64, true, "Relu"),
-      conv3x3("NhwcConv", {1, 13, 13, 96}, 96, false, nullptr),
+      conv3x3("NhwcConv", {2, 14, 20, 128}, 64, true, "Relu"),
+      conv3x3("NhwcConv", {1, 15, 15, 96}, 96, false, nullptr),
   };
   int64_t before = dnnl_engine::winograd_conv_runs();
   for (size_t i = 0; i < eligible.size(); ++i) {
@@ -185,6 +186,7 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
   before = dnnl_engine::winograd_conv_runs();
   expect_dnnl_matches_ref(strided, 64 * 9, "stride 2");
   expect_dnnl_matches_ref(conv3x3("Conv", {1, 32, 14, 14}, 64, false, nullptr), 32 * 9, "32 input channels");
+  expect_dnnl_matches_ref(conv3x3("Conv", {1, 64, 7, 9}, 64, false, nullptr), 64 * 9, "7x9 output");
   ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
   expect_dnnl_matches_ref(eligible[1], 64 * 9, "winograd off");
   ::unsetenv("GEARBOX_CONV_WINOGRAD");
