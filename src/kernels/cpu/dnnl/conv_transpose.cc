@@ -92,15 +92,19 @@ Status conv_transpose(KernelContext& ctx) {
     dnnl::stream& s = thread_stream();
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
     memory src(p->src_plain, eng, const_cast<void*>(x.raw()));
+    Tensor src_buf, dst_buf, scratch_buf;  // pooled_memory's buffers, alive until the run ends
     if (p->src_md != p->src_plain) {
-      memory blocked(p->src_md, eng);
+      GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(p->src_md, &src_buf));
       dnnl::reorder(src, blocked).execute(s, src, blocked);
       src = blocked;
     }
     memory wei = reordered_weights(w, p->wei_plain, p->wei_md, ctx.input_is_constant(1));
     memory y_plain(p->dst_plain, eng, y.data<float>());
-    memory dst = p->dst_md == p->dst_plain ? y_plain : memory(p->dst_md, eng);
-    memory scratch(p->scratch_md, eng);
+    memory dst = y_plain;
+    if (p->dst_md != p->dst_plain) {
+      GBX_ASSIGN_OR_RETURN(dst, pooled_memory(p->dst_md, &dst_buf));
+    }
+    GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(p->scratch_md, &scratch_buf));
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (b) args.emplace(DNNL_ARG_BIAS, memory(p->bias_plain, eng, const_cast<void*>(b->raw())));

@@ -60,6 +60,13 @@ void primitive_cache_put(const std::string& key, std::shared_ptr<void> value) {
 
 std::string key_float(float v) { return fmt::format("{}", v); }
 
+Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder) {
+  const size_t bytes = md.get_size();
+  if (bytes == 0) return dnnl::memory(md, cpu_engine(), nullptr);
+  GBX_ASSIGN_OR_RETURN(*holder, Tensor::allocate_uninitialized(DType::U8, {static_cast<int64_t>(bytes)}));
+  return dnnl::memory(md, cpu_engine(), holder->mutable_raw());
+}
+
 dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
                                bool constant) {
   void* data = const_cast<void*>(w.raw());  // oneDNN takes void*; the source is only read

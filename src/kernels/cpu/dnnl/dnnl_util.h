@@ -66,6 +66,12 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
 // Reorders reordered_weights has performed, and weights it holds in its cache (for tests).
 int64_t weight_reorder_count();
 size_t weight_cache_size();
+// A oneDNN memory for `md` (a scratchpad, a temporary blocked copy) over a buffer from the
+// run's tensor allocator, held by `*holder` while the memory is in use: in a session that is
+// the plan's recycled buffer pool, so a run costs no malloc and no fresh page faults (oneDNN's
+// own allocation would mmap a large scratchpad anew on every run). Size 0: no buffer.
+Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder);
+
 // Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
 // must know which path ran.
 int64_t ref_fallback_count();

@@ -113,7 +113,8 @@ Status pool(KernelContext& ctx) {
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
     memory src(p->src_md, eng, const_cast<void*>(x.raw()));
     memory dst(p->dst_md, eng, y.data<float>());
-    memory scratch(p->scratch_md, eng);
+    Tensor scratch_buf;
+    GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(p->scratch_md, &scratch_buf));
     p->prim.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
     s.wait();
     ctx.set_output(0, std::move(y));
