@@ -26,7 +26,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/logging.h"
@@ -39,11 +38,8 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
-struct ConvPrim {
+struct ConvPrim : ConvLayouts {
   dnnl::convolution_forward prim;
-  memory::desc src_md, wei_md, dst_md;
-  memory::desc src_plain, wei_plain, dst_plain, bias_plain;
-  memory::desc scratch_md;
   bool winograd = false;
 };
 
@@ -164,8 +160,6 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
       return cp;
     });
 
-    dnnl::engine& eng = cpu_engine();
-    dnnl::stream& s = thread_stream();
     // A residual read for the last time becomes the output: the sum post-op then adds into
     // it where it lies, instead of after a copy of Z into a new buffer.
     const bool y_is_z = z && ctx.may_overwrite_input(3) && p->dst_md == p->dst_plain;
@@ -175,31 +169,8 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
     } else {
       GBX_ASSIGN_OR_RETURN(y, Tensor::allocate_uninitialized(DType::F32, ydims));
     }
-    memory src(p->src_plain, eng, const_cast<void*>(x.raw()));
-    Tensor src_buf, dst_buf, scratch_buf;  // pooled_memory's buffers, alive until the run ends
-    if (p->src_md != p->src_plain) {
-      GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(p->src_md, &src_buf));
-      dnnl::reorder(src, blocked).execute(s, src, blocked);
-      src = blocked;
-    }
-    memory wei = reordered_weights(w, p->wei_plain, p->wei_md, ctx.input_is_constant(1));
-    memory y_plain(p->dst_plain, eng, y.data<float>());
-    memory dst = y_plain;
-    if (p->dst_md != p->dst_plain) {
-      GBX_ASSIGN_OR_RETURN(dst, pooled_memory(p->dst_md, &dst_buf));
-    }
-    if (z && !y_is_z) {
-      memory zm(p->dst_plain, eng, const_cast<void*>(z->raw()));
-      dnnl::reorder(zm, dst).execute(s, zm, dst);
-    }
-    GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(p->scratch_md, &scratch_buf));
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (b) args.emplace(DNNL_ARG_BIAS, memory(p->bias_plain, eng, const_cast<void*>(b->raw())));
-    p->prim.execute(s, args);
+    GBX_RETURN_IF_ERROR(execute_conv_like(p->prim, *p, x, w, ctx.input_is_constant(1), b, z, y_is_z, y));
     if (p->winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
-    if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
-    s.wait();
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {

@@ -10,7 +10,6 @@
 // empty tensors, a negative begin pad from an output_shape past the natural size, invalid input)
 // falls back inside the kernel to the cpu.ref kernel.
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/logging.h"
@@ -23,10 +22,8 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 
-struct DeconvPrim {
+struct DeconvPrim : ConvLayouts {
   dnnl::deconvolution_forward prim;
-  memory::desc src_md, wei_md, dst_md, scratch_md;
-  memory::desc src_plain, wei_plain, dst_plain, bias_plain;
 };
 
 Status conv_transpose(KernelContext& ctx) {
@@ -88,29 +85,8 @@ Status conv_transpose(KernelContext& ctx) {
       return dp;
     });
 
-    dnnl::engine& eng = cpu_engine();
-    dnnl::stream& s = thread_stream();
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, ydims));
-    memory src(p->src_plain, eng, const_cast<void*>(x.raw()));
-    Tensor src_buf, dst_buf, scratch_buf;  // pooled_memory's buffers, alive until the run ends
-    if (p->src_md != p->src_plain) {
-      GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(p->src_md, &src_buf));
-      dnnl::reorder(src, blocked).execute(s, src, blocked);
-      src = blocked;
-    }
-    memory wei = reordered_weights(w, p->wei_plain, p->wei_md, ctx.input_is_constant(1));
-    memory y_plain(p->dst_plain, eng, y.data<float>());
-    memory dst = y_plain;
-    if (p->dst_md != p->dst_plain) {
-      GBX_ASSIGN_OR_RETURN(dst, pooled_memory(p->dst_md, &dst_buf));
-    }
-    GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(p->scratch_md, &scratch_buf));
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (b) args.emplace(DNNL_ARG_BIAS, memory(p->bias_plain, eng, const_cast<void*>(b->raw())));
-    p->prim.execute(s, args);
-    if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
-    s.wait();
+    GBX_RETURN_IF_ERROR(execute_conv_like(p->prim, *p, x, w, ctx.input_is_constant(1), b, nullptr, false, y));
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {

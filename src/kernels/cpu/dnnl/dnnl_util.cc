@@ -1,6 +1,7 @@
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
 #include <atomic>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -65,6 +66,38 @@ Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder)
   if (bytes == 0) return dnnl::memory(md, cpu_engine(), nullptr);
   GBX_ASSIGN_OR_RETURN(*holder, Tensor::allocate_uninitialized(DType::U8, {static_cast<int64_t>(bytes)}));
   return dnnl::memory(md, cpu_engine(), holder->mutable_raw());
+}
+
+Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
+                         bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y) {
+  using dnnl::memory;
+  dnnl::engine& eng = cpu_engine();
+  dnnl::stream& s = thread_stream();
+  Tensor src_buf, dst_buf, scratch_buf;  // pooled_memory's buffers, alive until the run ends
+  memory src(io.src_plain, eng, const_cast<void*>(x.raw()));
+  if (io.src_md != io.src_plain) {
+    GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(io.src_md, &src_buf));
+    dnnl::reorder(src, blocked).execute(s, src, blocked);
+    src = blocked;
+  }
+  memory wei = reordered_weights(w, io.wei_plain, io.wei_md, w_constant);
+  memory y_plain(io.dst_plain, eng, y.mutable_raw());
+  memory dst = y_plain;
+  if (io.dst_md != io.dst_plain) {
+    GBX_ASSIGN_OR_RETURN(dst, pooled_memory(io.dst_md, &dst_buf));
+  }
+  if (z && !z_in_y) {
+    memory zm(io.dst_plain, eng, const_cast<void*>(z->raw()));
+    dnnl::reorder(zm, dst).execute(s, zm, dst);
+  }
+  GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(io.scratch_md, &scratch_buf));
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  if (b) args.emplace(DNNL_ARG_BIAS, memory(io.bias_plain, eng, const_cast<void*>(b->raw())));
+  prim.execute(s, args);
+  if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
+  s.wait();
+  return Status::OK();
 }
 
 dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,

@@ -72,6 +72,20 @@ size_t weight_cache_size();
 // own allocation would mmap a large scratchpad anew on every run). Size 0: no buffer.
 Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder);
 
+// The layouts of a convolution-like primitive (Conv, ConvTranspose): as the tensors lie
+// (plain: NCHW, NHWC, ONNX's weight order) and as the primitive wants them.
+struct ConvLayouts {
+  dnnl::memory::desc src_plain, wei_plain, dst_plain, bias_plain;
+  dnnl::memory::desc src_md, wei_md, dst_md, scratch_md;
+};
+// Runs such a primitive into y: X reordered into the primitive's source layout where it
+// differs, W through reordered_weights (`w_constant`: cached), the optional bias, Z (the sum
+// post-op's addend; null: none) placed in the destination first unless `z_in_y` (y already
+// is Z's buffer), the result reordered out into y. Scratchpad and temporaries: pooled_memory.
+// oneDNN errors are thrown (dnnl::error), allocation errors returned.
+Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
+                         bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
+
 // Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
 // must know which path ran.
 int64_t ref_fallback_count();
