@@ -26,7 +26,7 @@ inline Tensor simd_random(Dims dims, std::mt19937& g, float lo = -1.f, float hi 
 enum class SimdPath { Simd, Reference };
 
 // Runs `call` on cpu.ref and on cpu.simd. Both must succeed with the same shape and values
-// within abs_tol + rel_tol * |ref| (NaN only where the reference has NaN), or both fail with
+// within abs_tol + rel_tol * |ref| or equal (infinities), NaN only where the reference has NaN, or both fail with
 // the same code; when the reference succeeds the simd kernel must have taken `path`.
 inline void expect_simd_matches_ref(KernelCall call, const std::string& what, SimdPath path = SimdPath::Simd,
                                     double abs_tol = 2e-5, double rel_tol = 1e-4) {
@@ -51,7 +51,7 @@ inline void expect_simd_matches_ref(KernelCall call, const std::string& what, Si
   int bad = 0;
   for (int64_t i = 0; i < r.numel() && bad < 5; ++i) {
     const double rv = r.at_double(i), sv = s.at_double(i);
-    const bool ok = std::isnan(rv) ? std::isnan(sv) : std::fabs(rv - sv) <= abs_tol + rel_tol * std::fabs(rv);
+    const bool ok = std::isnan(rv) ? std::isnan(sv) : rv == sv || std::fabs(rv - sv) <= abs_tol + rel_tol * std::fabs(rv);
     if (!ok) {
       ++bad;
       ADD_FAILURE() << what << ": element " << i << " ref " << rv << " simd " << sv;
