@@ -2,12 +2,16 @@
 // over each broadcast the simd path takes (same shape, leading-1 dims, a scalar on either
 // side, a trailing row on either side) at odd sizes around the vector and chunk lengths, the
 // broadcasts it hands to the reference, shapes that do not broadcast (the reference's error
-// on both paths); every unary op on random values, extremes and NaN.
+// on both paths); every unary op on random values, extremes and NaN; then both again on every
+// Highway target compiled in and supported here (AVX-512, AVX2, scalar), forced in turn.
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <hwy/targets.h>
+
+#include "kernels/cpu/simd/attention_core.h"
 #include "kernels/simd_test_util.h"
 
 namespace gearbox {
@@ -65,6 +69,28 @@ TEST(SimdElementwise, UnaryAgainstReference) {
     if (op == "Sqrt") edge = Tensor::from_vector<float>({0.f, 1e-30f, 2.f, 1e30f, inf, nan, -1.f});
     expect_simd_matches_ref(make_call(op, 13, {edge}), op + " extremes", SimdPath::Simd, 1e-30, 4e-6);
   }
+}
+
+// The cpu.simd files share one target list (attention_core.h names it).
+TEST(SimdElementwise, EveryCompiledTargetAgainstReference) {
+  const int64_t targets = simd::attend_compiled_targets() & hwy::SupportedTargets();
+  int ran = 0;
+  for (int64_t rest = targets; rest != 0; rest &= rest - 1) {
+    const int64_t t = rest & -rest;
+    hwy::SetSupportedTargetsForTest(t);
+    const std::string name = hwy::TargetName(t);
+    EXPECT_EQ(std::string(simd::dispatch_target_name()), name) << "forcing " << name << " did not take";
+    std::mt19937 g(static_cast<unsigned>(t % 1000));
+    for (const std::string& op : kBinary)
+      expect_simd_matches_ref(make_call(op, 14, {simd_random({3, 37}, g, 0.5f, 2.f), simd_random({37}, g, 0.5f, 2.f)}),
+                              name + " " + op, SimdPath::Simd, 0, 0);
+    for (const std::string op : {"Relu", "Sigmoid", "Tanh", "Exp"})
+      expect_simd_matches_ref(make_call(op, 13, {simd_random({53}, g, -30.f, 30.f)}), name + " " + op, SimdPath::Simd,
+                              1e-30, 4e-6);
+    ++ran;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(ran, 1);
 }
 
 }  // namespace
