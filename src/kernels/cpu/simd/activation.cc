@@ -28,8 +28,7 @@ Status softmax(KernelContext& ctx) {
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, x.dims()));
   const float* xd = x.data<float>();
   float* yd = y.data<float>();
-#pragma omp parallel for schedule(static) if (x.numel() > 32768)
-  for (int64_t r = 0; r < rows; ++r) softmax_row(xd + r * len, yd + r * len, len);
+  for_each_index(rows, x.numel() > 32768, [&](int64_t r) { softmax_row(xd + r * len, yd + r * len, len); });
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
@@ -45,8 +44,10 @@ Status gelu(KernelContext& ctx) {
   const float* xd = x.data<float>();
   float* yd = y.data<float>();
   const bool tanh_form = approx == "tanh";
-#pragma omp parallel for schedule(static) if (n > 2 * kChunk)
-  for (int64_t c = 0; c < n; c += kChunk) gelu_span(xd + c, yd + c, std::min(kChunk, n - c), tanh_form);
+  for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {
+    const int64_t c = i * kChunk;
+    gelu_span(xd + c, yd + c, std::min(kChunk, n - c), tanh_form);
+  });
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -76,18 +76,18 @@ Status binary(KernelContext& ctx) {
   float* yp = y.data<float>();
   if (row > 0) {
     const int64_t rows = n / row;
-#pragma omp parallel for schedule(static) if (n > 2 * kChunk)
-    for (int64_t r = 0; r < rows; ++r) {
+    for_each_index(rows, n > 2 * kChunk, [&](int64_t r) {
       const int64_t o = r * row;
       if (a_is_row)
         binary_span(kOp, ap, 1, bp + o, 1, yp + o, row);
       else
         binary_span(kOp, ap + o, 1, bp, 1, yp + o, row);
-    }
+    });
   } else {
-#pragma omp parallel for schedule(static) if (n > 2 * kChunk)
-    for (int64_t c = 0; c < n; c += kChunk)
+    for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {
+      const int64_t c = i * kChunk;
       binary_span(kOp, ap + c * a_step, a_step, bp + c * b_step, b_step, yp + c, std::min(kChunk, n - c));
+    });
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();
@@ -102,8 +102,10 @@ Status unary(KernelContext& ctx) {
   const int64_t n = x.numel();
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
-#pragma omp parallel for schedule(static) if (n > 2 * kChunk)
-  for (int64_t c = 0; c < n; c += kChunk) unary_span(kOp, xp + c, yp + c, std::min(kChunk, n - c));
+  for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {
+    const int64_t c = i * kChunk;
+    unary_span(kOp, xp + c, yp + c, std::min(kChunk, n - c));
+  });
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -54,9 +54,9 @@ Status norm_impl(KernelContext& ctx, bool with_skip) {
   const float* g = scale.data<float>();
   const float* b = bias ? bias->data<float>() : nullptr;
   float* yd = y.data<float>();
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-  for (int64_t r = 0; r < rows; ++r)
+  for_each_index(rows, rows * cols > 32768, [&](int64_t r) {
     layer_norm_row(xd + r * cols, sd ? sd + r * cols : nullptr, g, b, yd + r * cols, cols, eps);
+  });
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
