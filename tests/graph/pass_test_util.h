@@ -86,6 +86,16 @@ inline Tensor random_tensor(Dims dims, uint32_t seed, float lo = -1.f, float hi 
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
   return t;
 }
+// Session options with the optimizer off (environment included) on the given engines, for
+// tests that must run the graph exactly as built.
+inline SessionOptions unoptimized_on(const std::string& engines) {
+  SessionOptions o;
+  o.engine = engines;
+  o.optimizer.enabled = false;
+  o.optimizer.use_env = false;
+  return o;
+}
+
 inline Tensor scalar_f(float v) { return Tensor::scalar<float>(v); }
 inline Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(v); }
 

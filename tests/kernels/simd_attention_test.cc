@@ -206,13 +206,7 @@ TEST(SimdAttention, WholeKeyTilesMaskedPerRow) {
 // picks only the best target of this CPU, so each compiled target this CPU can run is forced
 // in turn and checked against the reference on shapes that straddle its block edges.
 TEST(SimdAttention, EveryCompiledTargetAgainstReference) {
-  std::vector<std::string> ran;
-  const int64_t targets = simd::attend_compiled_targets() & hwy::SupportedTargets();
-  for (int64_t rest = targets; rest != 0; rest &= rest - 1) {
-    const int64_t t = rest & -rest;
-    hwy::SetSupportedTargetsForTest(t);
-    const std::string name = hwy::TargetName(t);
-    EXPECT_EQ(std::string(simd::dispatch_target_name()), name) << "forcing " << name << " did not take";
+  const std::vector<std::string> ran = testing::for_each_compiled_target([&](const std::string& name, int64_t t) {
     std::mt19937 rng(static_cast<unsigned>(t % 1000));
     for (const Geometry& g : std::vector<Geometry>{{1, 2, 37, 37, 13, 13}, {2, 1, 9, 150, 16, 24},
                                                   {1, 3, 70, 33, 64, 19}, {1, 1, 1, 5, 3, 8}}) {
@@ -222,9 +216,7 @@ TEST(SimdAttention, EveryCompiledTargetAgainstReference) {
       c.inputs.push_back(m);
       expect_simd_matches_ref(c, name + " " + describe(g));
     }
-    ran.push_back(name);
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  });
   // At least the target the dispatcher picks by itself ran.
   EXPECT_FALSE(ran.empty());
   EXPECT_NE(std::find(ran.begin(), ran.end(), std::string(simd::dispatch_target_name())), ran.end());

@@ -7,7 +7,11 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
+#include <hwy/targets.h>
+
+#include "kernels/cpu/simd/attention_core.h"
 #include "kernels/cpu/simd/simd_util.h"
 #include "kernels/kernel_test_util.h"
 
@@ -57,6 +61,26 @@ inline void expect_simd_matches_ref(KernelCall call, const std::string& what, Si
       ADD_FAILURE() << what << ": element " << i << " ref " << rv << " simd " << sv;
     }
   }
+}
+
+// Runs body(target name, target bit) once per Highway target compiled into the cpu.simd files
+// (one list for all of them: attention_core.h names it) that this CPU supports, each forced
+// in turn and checked to have taken; the dispatcher's own choice is restored afterwards.
+// Returns the names that ran (the caller checks the dispatcher's default is among them).
+template <class F>
+std::vector<std::string> for_each_compiled_target(F&& body) {
+  std::vector<std::string> ran;
+  const int64_t targets = simd::attend_compiled_targets() & hwy::SupportedTargets();
+  for (int64_t rest = targets; rest != 0; rest &= rest - 1) {
+    const int64_t t = rest & -rest;
+    hwy::SetSupportedTargetsForTest(t);
+    const std::string name = hwy::TargetName(t);
+    EXPECT_EQ(std::string(simd::dispatch_target_name()), name) << "forcing " << name << " did not take";
+    body(name, t);
+    ran.push_back(name);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  return ran;
 }
 
 }  // namespace gearbox::testing

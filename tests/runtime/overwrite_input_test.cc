@@ -20,6 +20,7 @@ namespace {
 using testing::attr_string;
 using testing::GraphBuilder;
 using testing::random_tensor;
+using testing::unoptimized_on;
 
 std::mutex g_seen_mu;
 std::map<std::string, std::vector<bool>> g_seen;  // node name -> may_overwrite_input per input
@@ -53,14 +54,6 @@ Status probe_add(KernelContext& ctx) {
 GBX_REGISTER_KERNEL({"", "Neg", 6, 17, "test.overwrite", {DType::F32}, probe_neg});
 GBX_REGISTER_KERNEL({"", "Add", 14, 17, "test.overwrite", {DType::F32}, probe_add});
 
-SessionOptions unoptimized(const std::string& engines) {
-  SessionOptions o;
-  o.engine = engines;
-  o.optimizer.enabled = false;
-  o.optimizer.use_env = false;
-  return o;
-}
-
 TEST(OverwriteInput, OnlyALastReadComputedUnsharedValue) {
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {2, 3});
@@ -88,7 +81,7 @@ TEST(OverwriteInput, OnlyALastReadComputedUnsharedValue) {
   b.output(out);
   probe("graph output", {out});
 
-  auto s = Session::create(b.take(), unoptimized("test.overwrite,cpu.ref"));
+  auto s = Session::create(b.take(), unoptimized_on("test.overwrite,cpu.ref"));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   Tensor xv = random_tensor({2, 3}, 2);
   auto got = (*s)->run({{"x", xv}});
@@ -130,8 +123,8 @@ TEST(OverwriteInput, DnnlConvResidualInPlaceMatchesReference) {
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 9, 9, 16}, 5)},
                                             {"r", random_tensor({1, 9, 9, 32}, 6)}};
   for (bool later : {false, true}) {
-    auto ref = Session::create(conv_with_residual(later), unoptimized("cpu.ref"));
-    auto dnnl = Session::create(conv_with_residual(later), unoptimized("cpu.dnnl,cpu.ref"));
+    auto ref = Session::create(conv_with_residual(later), unoptimized_on("cpu.ref"));
+    auto dnnl = Session::create(conv_with_residual(later), unoptimized_on("cpu.dnnl,cpu.ref"));
     ASSERT_TRUE(ref.ok() && dnnl.ok());
     auto want = (*ref)->run(feeds);
     for (int run = 0; run < 2; ++run) {  // the second run reuses recycled buffers

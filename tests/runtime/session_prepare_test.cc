@@ -12,6 +12,7 @@ namespace {
 
 using testing::GraphBuilder;
 using testing::random_tensor;
+using testing::unoptimized_on;
 
 Model conv_model(Dim batch) {
   GraphBuilder b;
@@ -23,16 +24,8 @@ Model conv_model(Dim batch) {
   return b.take();
 }
 
-SessionOptions on(const std::string& engines) {
-  SessionOptions o;
-  o.engine = engines;
-  o.optimizer.enabled = false;
-  o.optimizer.use_env = false;
-  return o;
-}
-
 TEST(SessionPrepare, FirstRunFindsWeightsReorderedAndIsCorrect) {
-  auto s = Session::create(conv_model(2), on("cpu.dnnl,cpu.ref"));
+  auto s = Session::create(conv_model(2), unoptimized_on("cpu.dnnl,cpu.ref"));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const int64_t before = dnnl_engine::weight_reorder_count();
   auto prepared = (*s)->prepare();
@@ -46,7 +39,7 @@ TEST(SessionPrepare, FirstRunFindsWeightsReorderedAndIsCorrect) {
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), after_prepare) << "the first run reordered weights again";
 
-  auto ref = Session::create(conv_model(2), on("cpu.ref"));
+  auto ref = Session::create(conv_model(2), unoptimized_on("cpu.ref"));
   ASSERT_TRUE(ref.ok());
   auto want = (*ref)->run(feeds);
   ASSERT_TRUE(want.ok());
@@ -56,7 +49,7 @@ TEST(SessionPrepare, FirstRunFindsWeightsReorderedAndIsCorrect) {
 }
 
 TEST(SessionPrepare, DynamicInputIsLeftAlone) {
-  auto s = Session::create(conv_model(Dim::symbolic("N")), on("cpu.dnnl,cpu.ref"));
+  auto s = Session::create(conv_model(Dim::symbolic("N")), unoptimized_on("cpu.dnnl,cpu.ref"));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const int64_t before = dnnl_engine::weight_reorder_count();
   auto prepared = (*s)->prepare();
