@@ -144,7 +144,8 @@ std::vector<Check> check_environment(const Capabilities& caps) {
   static const std::set<std::string> known{"GEARBOX_NUM_THREADS", "GEARBOX_OP_PATH",   "GEARBOX_LOG_LEVEL",
                                            "GEARBOX_LOG_FILE",    "GEARBOX_DEVICE_MEMORY",
                                            "GEARBOX_SIMULATE_MISSING_ISA", "GEARBOX_ENGINES",
-                                           "GEARBOX_PLAN_CACHE_SIZE", "GEARBOX_DISABLE_PASSES"};
+                                           "GEARBOX_PLAN_CACHE_SIZE", "GEARBOX_DISABLE_PASSES",
+                                           "GEARBOX_CONV_WINOGRAD"};
   std::vector<Check> out;
   std::vector<std::string> seen;
   for (char** e = environ; *e; ++e) {

@@ -180,7 +180,7 @@ check(checks["log_dir"]["status"] == "FAIL", "doctor: unwritable log folder")
 check(checks["threads"]["status"] in ("PASS", "WARN"), "doctor: thread check present")
 # Variables gearbox reads (docs/cli.md) are not "misspelt".
 known = {"GEARBOX_ENGINES": "cpu.ref", "GEARBOX_PLAN_CACHE_SIZE": "4", "GEARBOX_DISABLE_PASSES": "fuse_conv_bn",
-         "GEARBOX_LOG_LEVEL": "critical"}
+         "GEARBOX_LOG_LEVEL": "critical", "GEARBOX_CONV_WINOGRAD": "0"}
 checks = doctor(env=known, rc=0)
 for name in known:
     check("env." + name not in checks, f"doctor: no warning for {name}: {checks.get('env.' + name)}")
