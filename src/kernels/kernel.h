@@ -105,10 +105,11 @@ class KernelContext {
   // output replaces): the executor found this node the value's last reader, reading it
   // through this input only, and no other tensor shares the buffer.
   bool may_overwrite_input(size_t i) const {
-    return i < last_reader_.size() && last_reader_[i] && has_input(i) && inputs_[i]->is_tensor() &&
-           input(i).owns_buffer_alone();
+    return last_reader_ && i < last_reader_->size() && (*last_reader_)[i] && has_input(i) &&
+           inputs_[i]->is_tensor() && input(i).owns_buffer_alone();
   }
-  void set_last_reader_of(std::vector<bool> last_reader) { last_reader_ = std::move(last_reader); }
+  // The executor's plan (outlives the context; not copied per run).
+  void set_last_reader_of(const std::vector<bool>* last_reader) { last_reader_ = last_reader; }
 
   // Outputs: the node's output list; an output the model omits is not wanted.
   size_t num_outputs() const { return wanted_.size(); }
@@ -155,7 +156,7 @@ class KernelContext {
   std::vector<bool> wanted_;
   SubgraphRunner runner_;
   std::vector<bool> constant_;
-  std::vector<bool> last_reader_;
+  const std::vector<bool>* last_reader_ = nullptr;
   const std::vector<std::string>* engines_ = nullptr;
 };
 

@@ -117,11 +117,7 @@ Status Executor::plan_graph(const Graph& graph) {
     for (const Value* v : reads)
       if (v->producer && !graph_outputs.count(v) && last_use[v] == i) {
         auto& rel = plan.nodes[i].release_after;
-        bool defined_here = false;
-        for (const auto& n : graph.nodes)
-          for (const Value* o : n->outputs)
-            if (o == v) defined_here = true;
-        if (defined_here && std::find(rel.begin(), rel.end(), v) == rel.end()) rel.push_back(v);
+        if (produced_here.count(v) && std::find(rel.begin(), rel.end(), v) == rel.end()) rel.push_back(v);
       }
   }
   plans_[&graph] = std::move(plan);
@@ -243,7 +239,7 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   };
   KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
   ctx.set_constant_inputs(np.constant_inputs);
-  ctx.set_last_reader_of(np.overwritable_inputs);
+  ctx.set_last_reader_of(&np.overwritable_inputs);
   ctx.set_engines(&engines_);
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

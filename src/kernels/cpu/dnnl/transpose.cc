@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::dnnl_engine {
 namespace {
@@ -42,27 +43,22 @@ Status transpose(KernelContext& ctx) {
   if (!dnnl_dtype(x.dtype(), &dt) || rank < 1 || rank > 6 || x.numel() == 0) return run_ref(ctx);
   std::vector<int64_t> perm;
   if (ctx.has_attr("perm")) {
-    perm = ctx.attr_ints("perm");
-    if (perm.size() != rank) return run_ref(ctx);
-    std::vector<bool> seen(rank, false);
-    for (int64_t& p : perm) {
-      if (p < 0) p += static_cast<int64_t>(rank);
-      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return run_ref(ctx);
-      seen[static_cast<size_t>(p)] = true;
-    }
+    // An invalid perm (wrong length, out of range, repeated) is the reference's error.
+    if (ctx.attr_ints("perm").size() != rank) return run_ref(ctx);
+    auto normalized = ref::normalize_axes(ctx, ctx.attr_ints("perm"), static_cast<int64_t>(rank));
+    if (!normalized.ok()) return run_ref(ctx);
+    perm = std::move(normalized).value();
   } else {
     for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));
   }
-  std::vector<int64_t> in_strides(rank, 1);
-  for (size_t i = rank - 1; i > 0; --i) in_strides[i - 1] = in_strides[i] * x.dim(i);
+  const std::vector<int64_t> in_strides = ref::strides_of(x.dims());
   Dims out_dims(rank);
   memory::dims view_strides(rank);
   for (size_t i = 0; i < rank; ++i) {
     out_dims[i] = x.dim(static_cast<size_t>(perm[i]));
     view_strides[i] = in_strides[static_cast<size_t>(perm[i])];
   }
-  memory::dims out_strides(rank, 1);
-  for (size_t i = rank - 1; i > 0; --i) out_strides[i - 1] = out_strides[i] * out_dims[i];
+  const memory::dims out_strides = ref::strides_of(out_dims);
   std::string key = "transpose|" + std::to_string(static_cast<int>(dt)) + to_string(x.dims());
   for (int64_t p : perm) key += std::to_string(p) + ",";
   try {
