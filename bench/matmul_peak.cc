@@ -3,7 +3,7 @@
 // peak the device calibration measures in the same run.
 //
 //   ninja -C build gearbox_bench_matmul && build/bench/gearbox_bench_matmul [--threads T] [--runs R] [--json]
-//                                                          [--cpu-time] [--fresh-output] [--shape MxKxN[c]]...
+//                                                          [--cpu-time] [--fresh-output] [--cold] [--shape MxKxN[c]]...
 //
 // Shapes: 1024^3 and 2048^3 with a run-time B (packed per call by both engines), and
 // BERT-base's linear layers (M = 128 tokens) with a constant B (an initializer: both engines
@@ -17,6 +17,9 @@
 // scheduler gives other processes (meaningless with more threads). --shape
 // replaces the shapes with the given ones (suffix c: constant B). Outputs come from recycled
 // buffers as in a session (ReusingSource below); --fresh-output allocates each call's anew.
+// --cold gives each constant-B shape a ring of distinct B matrices (at least 64 MiB in all)
+// used in turn, so every call's weights come from memory, not from a cache that the previous
+// call warmed: that is how a model's layers meet their weights (BERT-base holds 340 MB).
 #include <omp.h>
 
 #include <algorithm>
@@ -130,7 +133,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int runs = 9;
-  bool json = false, cpu_time = false, fresh_output = false;
+  bool json = false, cpu_time = false, fresh_output = false, cold = false;
   std::vector<Case> custom;
   std::vector<std::string> names;  // keeps the custom cases' names alive
   names.reserve(static_cast<size_t>(argc));
@@ -138,6 +141,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0) json = true;
     if (std::strcmp(argv[i], "--cpu-time") == 0) cpu_time = true;
     if (std::strcmp(argv[i], "--fresh-output") == 0) fresh_output = true;
+    if (std::strcmp(argv[i], "--cold") == 0) cold = true;
     if (i + 1 < argc && std::strcmp(argv[i], "--threads") == 0) omp_set_num_threads(std::atoi(argv[i + 1]));
     if (i + 1 < argc && std::strcmp(argv[i], "--runs") == 0) runs = std::max(1, std::atoi(argv[i + 1]));
     long long m = 0, k = 0, n = 0;
@@ -168,8 +172,9 @@ int main(int argc, char** argv) {
   }
   const double peak = *peaks.value().fp32_gflops;
   if (!json) {
-    std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (%d calibration threads), simd dispatch %s\n",
-                omp_get_max_threads(), peak, peaks.value().threads, simd::dispatch_target_name());
+    std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (%d calibration threads), simd dispatch %s%s\n",
+                omp_get_max_threads(), peak, peaks.value().threads, simd::dispatch_target_name(),
+                cold ? ", constant B cold (a ring of copies)" : "");
     std::printf("%-22s %6s | %9s %8s | %9s %8s | %9s %10s\n", "shape (M x K x N)", "B", "dnnl GF/s", "of peak",
                 "simd GF/s", "of peak", "simd/dnnl", "max |diff|");
   }
@@ -184,6 +189,16 @@ int main(int argc, char** argv) {
   bool first = true;
   for (const Case& s : shapes) {
     const Tensor a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);
+    // The B of each call: one matrix, or with --cold a ring of copies in distinct buffers
+    // (each packed once and cached by both engines, as a model's weights are).
+    std::vector<Tensor> ring{b};
+    if (cold && s.constant_b) {
+      const int64_t bytes = static_cast<int64_t>(b.nbytes());
+      const int64_t copies = std::max<int64_t>(2, ((int64_t{64} << 20) + bytes - 1) / bytes);
+      for (int64_t c = 1; c < copies; ++c) ring.push_back(b.clone());
+    }
+    size_t next = 0;
+    auto next_b = [&]() -> const Tensor& { return ring[next++ % ring.size()]; };
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
     // Calls per sample: about 10 ms at ~200 GFLOP/s.
     const int reps = std::max(1, static_cast<int>(2e9 / flops));
@@ -195,12 +210,13 @@ int main(int argc, char** argv) {
     // Untimed alternation first: the first timed samples of a process ran at a third of the
     // speed for either engine at random (thread start-up, clock ramp), so give it ~0.2 s.
     for (int r = 0; r < 10; ++r)
-      for (int e = 0; e < 2; ++e) run_once(*defs[e], a, b, s.constant_b);
+      for (int e = 0; e < 2; ++e)
+        for (size_t c = 0; c < ring.size(); ++c) run_once(*defs[e], a, next_b(), s.constant_b);
     std::vector<double> t[2];
     for (int r = 0; r < runs; ++r) {
       for (int e = 0; e < 2; ++e) {
         const double t0 = now(cpu_time);
-        for (int i = 0; i < reps; ++i) run_once(*defs[e], a, b, s.constant_b);
+        for (int i = 0; i < reps; ++i) run_once(*defs[e], a, next_b(), s.constant_b);
         t[e].push_back((now(cpu_time) - t0) / reps);
       }
     }
