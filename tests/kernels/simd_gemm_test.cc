@@ -85,6 +85,21 @@ TEST(SimdGemm, KBlocksAroundTheLimitAgainstReference) {
   }
 }
 
+// A run-time B without batches is packed by the work items, a group of panels each as they
+// first reach it, while items of other M blocks wait for it (gemm.cc run()): several M
+// blocks and several panel groups, row-major and transposed B, on the session's threads.
+TEST(SimdGemm, RunTimeBPackedByTheWorkItemsAgainstReference) {
+  std::mt19937 g(31);
+  for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {300, 70, 1050}, {1030, 33, 500}, {257, 1100, 150}, {64, 9, 2000}}) {
+    const std::string shape = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    expect_gemm(make_call("MatMul", 13, {simd_random({m, k}, g), simd_random({k, n}, g)}), k, "MatMul " + shape);
+    KernelCall gm = make_call("Gemm", 13, {simd_random({m, k}, g), simd_random({n, k}, g)});
+    gm.attrs["transB"] = attr_int(1);
+    expect_gemm(gm, k, "Gemm transB " + shape);
+  }
+}
+
 TEST(SimdMatMul, BatchBroadcastingAgainstReference) {
   std::mt19937 g(7);
   auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(g)]; };

@@ -16,12 +16,14 @@
 // an initializer), cached keyed by (data pointer, dims, layout) with a shallow copy of the
 // source tensor so its buffer cannot be freed and reused while the entry exists (the same
 // contract as the cpu.dnnl weight cache, dnnl_util.h); per call, uncached, for a B computed
-// at run time. Work is split over (batch, M block, group of B panels) items with OpenMP;
+// at run time (one without batches by the work items themselves, a group of panels each as
+// they first reach it: see run()). Work is split over (batch, M block, group of B panels) items with OpenMP;
 // with M = 128 (BERT) the two threads take halves of N.
 #include <omp.h>
 
 #include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <hwy/aligned_allocator.h>
@@ -68,8 +70,16 @@ PackedCache& cache() {
 }
 
 // B batches b + i * batch_stride (i < nb), each k x n with B(kk, j) = [kk * rs + j * cs].
+// A run-time B whose panels the work items pack themselves (run(), LazyB), group by group.
+struct LazyB {
+  const float* b = nullptr;  // B(kk, j) = b[kk * rs + j * cs]
+  int64_t rs = 0, cs = 0;
+  float* packed = nullptr;  // where the panels go (the problem's bp)
+};
+
+// `lazy` (a single run-time B): only allocates; run() packs it.
 std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_stride, int64_t rs, int64_t cs,
-                                    int64_t k, int64_t n, bool constant) {
+                                    int64_t k, int64_t n, bool constant, bool lazy = false) {
   const int64_t nr = blocking().nr;
   std::string key;
   if (constant) {
@@ -86,6 +96,8 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
     e->data = hwy::AllocateAligned<float>(static_cast<size_t>(e->batch_floats * nb));
     e->ptr = e->data.get();
   }
+  ++g_packs;
+  if (lazy) return e;
   const float* src = b.data<float>();
   float* dst = e->ptr;
   // Threads take row ranges (each reads whole rows of a row-major B).
@@ -97,7 +109,6 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
     pack_b(src + i * batch_stride + k0 * rs, rs, cs, std::min(kRows, k - k0), n, nr, k * nr,
            dst + i * e->batch_floats + k0 * nr);
   }
-  ++g_packs;
   if (constant) {
     e->source = b;
     cache().put(key, e);
@@ -135,7 +146,11 @@ constexpr int64_t kSharedACap = int64_t{8} << 20;
 // Runs equally shaped products (one per output batch) over the OpenMP team. Work items are
 // (product, M block, group of B panels). A transposed A is packed: when several items share
 // an M block, once per call by the team (then a barrier) instead of once per item.
-void run(std::vector<Problem>& probs) {
+// With `lazy`, probs[0].bp is allocated but not packed: the first item to reach a group of
+// panels packs it (the other items of that group wait for it), so the packing is spread over
+// the compute instead of running as a phase of its own with a barrier after it, and a
+// freshly packed group is still in cache when its first item multiplies with it.
+void run(std::vector<Problem>& probs, const LazyB* lazy = nullptr) {
   // A row-major A is read in place by the micro-kernel: no copy, and no packing phase (with
   // its barrier, which a thread the OS delays turns into a wait for the whole team). Copying
   // it to a padded stride measured no faster, also for rows 4 KiB apart.
@@ -162,6 +177,21 @@ void run(std::vector<Problem>& probs) {
   const int64_t blk = a_block_floats(mc, kcb);
   const bool share = !f.a_in_place && nch > 1 && outer * nk * blk <= kSharedACap;
   float* shared = share ? thread_shared_a(outer * nk * blk) : nullptr;
+  // Per panel group: 0 unpacked, 1 being packed, 2 packed.
+  std::vector<std::atomic<int>> packed(lazy ? static_cast<size_t>(nch) : 0);
+  for (auto& st : packed) st.store(0, std::memory_order_relaxed);
+  auto ensure_packed = [&](int64_t c) {
+    std::atomic<int>& st = packed[static_cast<size_t>(c)];
+    int expected = 0;
+    if (st.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      const int64_t p0 = c * np / nch, p1 = (c + 1) * np / nch, j0 = p0 * bl.nr;
+      pack_b(lazy->b + j0 * lazy->cs, lazy->rs, lazy->cs, f.k, std::min(f.n - j0, (p1 - p0) * bl.nr), bl.nr,
+             f.k * bl.nr, lazy->packed + p0 * f.k * bl.nr);
+      st.store(2, std::memory_order_release);
+      return;
+    }
+    while (st.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+  };
   const double flops = 2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) *
                        static_cast<double>(nprob);
 #pragma omp parallel if (items > 1 && flops > 1e6)
@@ -180,6 +210,7 @@ void run(std::vector<Problem>& probs) {
     for (int64_t it = 0; it < items; ++it) {
       const int64_t c = it % nch, rest = it / nch, mb = rest % nmb, b = rest / nmb;
       const int64_t m0 = mb * mc;
+      if (lazy) ensure_packed(c);
       compute_block(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc), c * np / nch, (c + 1) * np / nch,
                     share ? shared + rest * nk * blk : apack, share ? blk : 0);
     }
@@ -249,7 +280,9 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     if (!parse_activation(ctx, p)) return run_ref(ctx);
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
-  const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1));
+  const bool lazy = nb == 1 && !ctx.input_is_constant(1);
+  const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1), lazy);
+  const LazyB lazy_b{b.data<float>(), n, 1, packed->ptr};
   std::vector<Problem> probs;
   if (nb == 1) {
     // Weights without batch: A's batch dims fold into M (A and Y are contiguous row-major).
@@ -259,6 +292,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     p.bp = packed->ptr;
     p.y = y.data<float>();
     probs.push_back(p);
+    run(probs, lazy ? &lazy_b : nullptr);
   } else {
     p.a_rs = k;
     p.m = m;
@@ -279,8 +313,8 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
       p.y = y.data<float>() + t * m * n;
       probs.push_back(p);
     }
+    run(probs);
   }
-  run(probs);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
@@ -319,12 +353,15 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
   p.a = a.data<float>();
   p.a_rs = ta ? 1 : p.k;
   p.a_cs = ta ? p.m : 1;
-  const auto packed = pack(b, 1, 0, tb ? 1 : p.n, tb ? p.k : 1, p.k, p.n, ctx.input_is_constant(1));
+  const bool lazy = !ctx.input_is_constant(1);
+  const int64_t b_rs = tb ? 1 : p.n, b_cs = tb ? p.k : 1;
+  const auto packed = pack(b, 1, 0, b_rs, b_cs, p.k, p.n, ctx.input_is_constant(1), lazy);
   p.bp = packed->ptr;
   p.y = y.data<float>();
   p.ldy = p.n;
   std::vector<Problem> one{p};
-  run(one);
+  const LazyB lazy_b{b.data<float>(), b_rs, b_cs, packed->ptr};
+  run(one, lazy ? &lazy_b : nullptr);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
