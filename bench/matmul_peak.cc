@@ -1,6 +1,6 @@
 // Matmul micro-benchmark: the cpu.dnnl MatMul kernel (oneDNN) and the cpu.simd MatMul
 // kernel (the engine's own GEMM, kernels/cpu/simd/gemm*.cc) side by side, against the fp32
-// peak the device calibration measures in the same run.
+// peak the device calibration measures in the same run (the largest of three calibrations).
 //
 //   ninja -C build gearbox_bench_matmul && build/bench/gearbox_bench_matmul [--threads T] [--runs R] [--json]
 //                                                          [--cpu-time] [--fresh-output] [--cold] [--shape MxKxN[c]]...
@@ -165,15 +165,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", dev.status().to_string().c_str());
     return 1;
   }
-  auto peaks = dev.value()->measure_peaks(300);
-  if (!peaks.ok() || !peaks.value().fp32_gflops) {
-    std::fprintf(stderr, "calibration failed\n");
-    return 1;
+  // The peak is the largest of three calibrations: on a shared machine one calibration can
+  // be slowed by other processes, which would inflate every "of peak" figure.
+  double peak = 0;
+  int calibration_threads = 0;
+  std::string calibrations;
+  for (int i = 0; i < 3; ++i) {
+    auto peaks = dev.value()->measure_peaks(300);
+    if (!peaks.ok() || !peaks.value().fp32_gflops) {
+      std::fprintf(stderr, "calibration failed\n");
+      return 1;
+    }
+    peak = std::max(peak, *peaks.value().fp32_gflops);
+    calibration_threads = peaks.value().threads;
+    calibrations += (i ? ", " : "") + std::to_string(static_cast<int>(*peaks.value().fp32_gflops + 0.5));
   }
-  const double peak = *peaks.value().fp32_gflops;
   if (!json) {
-    std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (%d calibration threads), simd dispatch %s%s\n",
-                omp_get_max_threads(), peak, peaks.value().threads, simd::dispatch_target_name(),
+    std::printf("threads %d, measured fp32 peak %.1f GFLOP/s (largest of %s; %d calibration threads), simd dispatch %s%s\n",
+                omp_get_max_threads(), peak, calibrations.c_str(), calibration_threads, simd::dispatch_target_name(),
                 cold ? ", constant B cold (a ring of copies)" : "");
     std::printf("%-22s %6s | %9s %8s | %9s %8s | %9s %10s\n", "shape (M x K x N)", "B", "dnnl GF/s", "of peak",
                 "simd GF/s", "of peak", "simd/dnnl", "max |diff|");
