@@ -19,6 +19,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,6 +77,31 @@ struct OpInfo {
 using SubgraphRunner =
     std::function<Result<std::vector<RuntimeValue>>(const Graph& body, std::vector<RuntimeValue> inputs)>;
 
+// What a kernel keeps for one node between the runs of a prepared plan (a primitive made for
+// the node's shapes, weights in its layout), so that a repeated run skips deriving it again:
+// the executor gives each node of a plan one (KernelContext::node_cache), destroyed with the
+// plan. A value belongs to the kernel that stored it (`owner`: any address unique to that
+// kernel, such as a static's), and the kernel checks that it still fits the inputs. Thread-safe:
+// concurrent runs of one plan share it.
+class NodeCache {
+ public:
+  // What `owner` stored; null when nothing, or something of another owner, is stored.
+  std::shared_ptr<void> get(const void* owner) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return owner_ == owner ? value_ : nullptr;
+  }
+  void set(const void* owner, std::shared_ptr<void> value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    owner_ = owner;
+    value_ = std::move(value);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  const void* owner_ = nullptr;
+  std::shared_ptr<void> value_;
+};
+
 class KernelContext {
  public:
   KernelContext(OpInfo op, std::vector<const RuntimeValue*> inputs, std::vector<RuntimeValue>* outputs,
@@ -110,6 +137,10 @@ class KernelContext {
   }
   // The executor's plan (outlives the context; not copied per run).
   void set_last_reader_of(const std::vector<bool>* last_reader) { last_reader_ = last_reader; }
+  // This node's NodeCache in the plan being run; null outside a prepared plan (a kernel called
+  // directly, a fused kernel's inner call), where a kernel derives everything per call.
+  NodeCache* node_cache() const { return node_cache_; }
+  void set_node_cache(NodeCache* cache) { node_cache_ = cache; }
 
   // Outputs: the node's output list; an output the model omits is not wanted.
   size_t num_outputs() const { return wanted_.size(); }
@@ -158,6 +189,7 @@ class KernelContext {
   std::vector<bool> constant_;
   const std::vector<bool>* last_reader_ = nullptr;
   const std::vector<std::string>* engines_ = nullptr;
+  NodeCache* node_cache_ = nullptr;
 };
 
 using KernelFn = Status (*)(KernelContext&);

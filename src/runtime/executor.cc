@@ -240,6 +240,7 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
   ctx.set_constant_inputs(np.constant_inputs);
   ctx.set_last_reader_of(&np.overwritable_inputs);
+  if (plan) ctx.set_node_cache(&plan->node_caches[np.index]);
   ctx.set_engines(&engines_);
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -28,12 +28,15 @@
 namespace gearbox {
 
 struct PreparedPlan {
-  PreparedPlan(std::string sig, size_t num_nodes) : signature(std::move(sig)), kernels(num_nodes) {}
+  PreparedPlan(std::string sig, size_t num_nodes)
+      : signature(std::move(sig)), kernels(num_nodes), node_caches(std::make_unique<NodeCache[]>(num_nodes)) {}
   const std::string signature;
   BufferPool buffers;
   // The kernel picked for node i (Executor's node index across all graphs); null until the
   // first run that reaches the node resolves it.
   std::vector<std::atomic<const KernelDef*>> kernels;
+  // What node i's kernel keeps between runs (kernels/kernel.h NodeCache), freed with the plan.
+  std::unique_ptr<NodeCache[]> node_caches;
   std::atomic<uint64_t> runs{0};
 };
 

@@ -193,6 +193,53 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
   EXPECT_EQ(dnnl_engine::winograd_conv_runs(), before);
 }
 
+// A node of a plan keeps its primitive and reordered weights between runs (conv.cc
+// ConvNodeState) and reuses them only while they fit: other X dims, other weights, a Z or
+// none, or the Winograd switch flipped each make the kernel derive everything again.
+TEST(DnnlConv, NodeCacheReusedOnlyWhileItFits) {
+  std::mt19937 g(71);
+  NodeCache cache;
+  auto nhwc_call = [&](Dims x, const Tensor& w, const Tensor& b, bool residual) {
+    KernelCall call = make_call("NhwcConv", 1, {dnnl_random(x, g), w, b});
+    call.domain = "com.gearbox";
+    call.constant_inputs = {false, true, true};
+    call.attrs["pads"] = attr_ints({1, 1, 1, 1});
+    call.attrs["activation"] = attr_string("Relu");
+    if (residual) call.inputs.push_back(dnnl_random({x[0], x[1], x[2], w.dim(0)}, g));
+    call.node_cache = &cache;
+    return call;
+  };
+  const Tensor w1 = dnnl_random({48, 32, 3, 3}, g), w2 = dnnl_random({48, 32, 3, 3}, g), b = dnnl_random({48}, g);
+  const KernelCall first = nhwc_call({1, 8, 8, 32}, w1, b, true);
+  int64_t reuses = dnnl_engine::conv_state_reuses();
+  expect_dnnl_matches_ref(first, 32 * 9, "first run");  // stores the state
+  EXPECT_EQ(dnnl_engine::conv_state_reuses(), reuses);
+  expect_dnnl_matches_ref(first, 32 * 9, "same inputs again");
+  EXPECT_EQ(dnnl_engine::conv_state_reuses(), reuses + 1) << "the state was not reused";
+
+  // Each change below must miss (the reuse count stays) and still match the reference.
+  reuses = dnnl_engine::conv_state_reuses();
+  expect_dnnl_matches_ref(nhwc_call({1, 10, 9, 32}, w1, b, true), 32 * 9, "other X dims");
+  expect_dnnl_matches_ref(nhwc_call({1, 10, 9, 32}, w2, b, true), 32 * 9, "other weights");
+  expect_dnnl_matches_ref(nhwc_call({1, 10, 9, 32}, w2, b, false), 32 * 9, "no residual");
+  KernelCall runtime_w = nhwc_call({1, 10, 9, 32}, w2, b, false);
+  runtime_w.constant_inputs = {false, false, true};
+  expect_dnnl_matches_ref(runtime_w, 32 * 9, "weights computed at run time");
+  EXPECT_EQ(dnnl_engine::conv_state_reuses(), reuses);
+
+  // The Winograd switch is part of the fit.
+  const Tensor w3 = dnnl_random({64, 64, 3, 3}, g), b3 = dnnl_random({64}, g);
+  const KernelCall wino = nhwc_call({1, 15, 15, 64}, w3, b3, false);
+  expect_dnnl_matches_ref(wino, 64 * 9, "winograd, first run");
+  int64_t wino_runs = dnnl_engine::winograd_conv_runs();
+  ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
+  expect_dnnl_matches_ref(wino, 64 * 9, "winograd switched off");
+  ::unsetenv("GEARBOX_CONV_WINOGRAD");
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs(), wino_runs) << "a kept Winograd primitive ran with Winograd off";
+  expect_dnnl_matches_ref(wino, 64 * 9, "winograd on again");
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs(), wino_runs + 1);
+}
+
 // com.gearbox.NhwcConv (the layout pass's channels-last form): X, Z and Y are [N, H, W, C];
 // the reference transposes around cpu.ref FusedConv, the oneDNN kernel reads NHWC directly.
 TEST(DnnlConv, ChannelsLastAgainstReference) {

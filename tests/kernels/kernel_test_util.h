@@ -21,6 +21,7 @@ struct KernelCall {
   std::string domain;
   std::string engine{kEngineRef};
   std::vector<bool> constant_inputs;  // which inputs stand for initializers (none by default)
+  NodeCache* node_cache = nullptr;     // the node's cache in a plan (none by default)
 };
 
 // A call with the commonly varied fields set (aggregate initialization with fields left out
@@ -47,6 +48,7 @@ inline Result<std::vector<Tensor>> run_kernel(const KernelCall& call) {
   OpInfo info{"test", call.op_type, call.domain, call.opset, &call.attrs};
   KernelContext ctx(info, in_ptrs, &outs, std::vector<bool>(call.num_outputs, true));
   ctx.set_constant_inputs(call.constant_inputs);
+  ctx.set_node_cache(call.node_cache);
   GBX_RETURN_IF_ERROR(def->fn(ctx));
   std::vector<Tensor> result;
   for (auto& o : outs) result.push_back(o.is_tensor() ? o.tensor() : Tensor());

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "graph/pass_test_util.h"
+#include "kernels/cpu/dnnl/dnnl_util.h"
 #include "runtime/session.h"
 
 namespace gearbox {
@@ -127,8 +128,11 @@ TEST(OverwriteInput, DnnlConvResidualInPlaceMatchesReference) {
     auto dnnl = Session::create(conv_with_residual(later), unoptimized_on("cpu.dnnl,cpu.ref"));
     ASSERT_TRUE(ref.ok() && dnnl.ok());
     auto want = (*ref)->run(feeds);
-    for (int run = 0; run < 2; ++run) {  // the second run reuses recycled buffers
+    for (int run = 0; run < 2; ++run) {  // the second run reuses recycled buffers and the conv's node state
+      const int64_t reuses = dnnl_engine::conv_state_reuses();
       auto got = (*dnnl)->run(feeds);
+      if (run == 0) EXPECT_EQ(dnnl_engine::conv_state_reuses(), reuses) << "nothing to reuse in the first run";
+      if (run == 1) EXPECT_GT(dnnl_engine::conv_state_reuses(), reuses) << "the plan's node cache was not used";
       ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
       ASSERT_EQ(got->size(), want->size());
       for (size_t o = 0; o < got->size(); ++o)

@@ -70,6 +70,11 @@ Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder)
 
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
                          bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y) {
+  return execute_conv_like(prim, io, x, reordered_weights(w, io.wei_plain, io.wei_md, w_constant), b, z, z_in_y, y);
+}
+
+Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const dnnl::memory& wei,
+                         const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y) {
   using dnnl::memory;
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = thread_stream();
@@ -80,7 +85,6 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
     dnnl::reorder(src, blocked).execute(s, src, blocked);
     src = blocked;
   }
-  memory wei = reordered_weights(w, io.wei_plain, io.wei_md, w_constant);
   memory y_plain(io.dst_plain, eng, y.mutable_raw());
   memory dst = y_plain;
   if (io.dst_md != io.dst_plain) {

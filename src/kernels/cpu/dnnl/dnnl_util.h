@@ -85,12 +85,17 @@ struct ConvLayouts {
 // oneDNN errors are thrown (dnnl::error), allocation errors returned.
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
                          bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
+// The same with W already in the primitive's layout (io.wei_md).
+Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const dnnl::memory& wei,
+                         const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
 
 // Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
 // must know which path ran.
 int64_t ref_fallback_count();
 // Times a convolution ran as oneDNN's Winograd algorithm (conv.cc), for the same purpose.
 int64_t winograd_conv_runs();
+// Times a convolution reused what its node kept from an earlier run (conv.cc ConvNodeState).
+int64_t conv_state_reuses();
 
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name
