@@ -70,7 +70,7 @@ std::string join(const std::vector<int64_t>& v) {
 // constants: the primitive of its last run and W in the primitive's layout. A run with the
 // same X dims, the same W and bias (the model's initializers), a Z of Y's shape or none as
 // before, and the same Winograd choice reuses them, skipping the signature, the window and
-// the look-ups in both caches (~4% of a MobileNetV2 run at two threads).
+// the look-ups in both caches (~8% of a MobileNetV2 run at two threads, docs/performance.md).
 struct ConvNodeState {
   Dims x_dims, y_dims;
   const void* w = nullptr;
@@ -120,18 +120,18 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
   const Tensor& w = ctx.input(1);
   if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
     return run_ref(ctx);
+  // B and Z when they are tensors (the checks below hand any other value to the reference).
+  const Tensor* b_in = ctx.has_input(2) && ctx.input_value(2).is_tensor() ? &ctx.input(2) : nullptr;
+  const Tensor* z_in = fused && ctx.has_input(3) && ctx.input_value(3).is_tensor() ? &ctx.input(3) : nullptr;
   // A node whose weights are constants keeps its primitive between runs.
-  const bool b_tensor = ctx.has_input(2) && ctx.input_value(2).is_tensor();
-  NodeCache* cache = ctx.input_is_constant(1) && (!ctx.has_input(2) || (b_tensor && ctx.input_is_constant(2)))
+  NodeCache* cache = ctx.input_is_constant(1) && (!ctx.has_input(2) || (b_in && ctx.input_is_constant(2)))
                          ? ctx.node_cache()
                          : nullptr;
-  if (cache) {
-    const Tensor* zin = fused && ctx.has_input(3) && ctx.input_value(3).is_tensor() ? &ctx.input(3) : nullptr;
-    if (fused && ctx.has_input(3) && !zin) return run_ref(ctx);
-    if (auto st = fitting_state(cache, x, w, b_tensor ? &ctx.input(2) : nullptr, zin)) {
+  if (cache && (z_in || !(fused && ctx.has_input(3)))) {
+    if (auto st = fitting_state(cache, x, w, b_in, z_in)) {
       g_state_reuses.fetch_add(1, std::memory_order_relaxed);
       try {
-        return run_conv(ctx, *st->prim, x, st->weights, b_tensor ? &ctx.input(2) : nullptr, zin, st->y_dims);
+        return run_conv(ctx, *st->prim, x, st->weights, b_in, z_in, st->y_dims);
       } catch (const dnnl::error& e) {
         GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
         return run_ref(ctx);
@@ -145,21 +145,14 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
   if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
   std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
   if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
-  const Tensor* b = nullptr;
-  if (ctx.has_input(2)) {
-    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-    b = &ctx.input(2);
-    if (b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m) return run_ref(ctx);
-  }
+  const Tensor* b = b_in;
+  if (ctx.has_input(2) && (!b || b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m)) return run_ref(ctx);
   GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {xl[2], xl[3]}, kernel));
   const Dims yl{n, m, win.out[0], win.out[1]};
   const Dims ydims = nhwc ? Dims{n, win.out[0], win.out[1], m} : yl;
-  const Tensor* z = nullptr;
-  if (fused && ctx.has_input(3)) {
-    if (!ctx.input_value(3).is_tensor()) return run_ref(ctx);
-    z = &ctx.input(3);
-    if (z->dtype() != DType::F32 || z->dims() != ydims) return run_ref(ctx);  // broadcasting Z: reference
-  }
+  const Tensor* z = z_in;
+  if (fused && ctx.has_input(3) && (!z || z->dtype() != DType::F32 || z->dims() != ydims))
+    return run_ref(ctx);  // a broadcasting Z or a non-tensor: the reference
 
   dnnl::post_ops po;
   std::string act_sig;

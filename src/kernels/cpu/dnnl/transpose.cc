@@ -44,8 +44,9 @@ Status transpose(KernelContext& ctx) {
   std::vector<int64_t> perm;
   if (ctx.has_attr("perm")) {
     // An invalid perm (wrong length, out of range, repeated) is the reference's error.
-    if (ctx.attr_ints("perm").size() != rank) return run_ref(ctx);
-    auto normalized = ref::normalize_axes(ctx, ctx.attr_ints("perm"), static_cast<int64_t>(rank));
+    const std::vector<int64_t> given = ctx.attr_ints("perm");
+    if (given.size() != rank) return run_ref(ctx);
+    auto normalized = ref::normalize_axes(ctx, given, static_cast<int64_t>(rank));
     if (!normalized.ok()) return run_ref(ctx);
     perm = std::move(normalized).value();
   } else {

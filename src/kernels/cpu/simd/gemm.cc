@@ -17,8 +17,8 @@
 // source tensor so its buffer cannot be freed and reused while the entry exists (the same
 // contract as the cpu.dnnl weight cache, dnnl_util.h); per call, uncached, for a B computed
 // at run time (one without batches by the work items themselves, a group of panels each as
-// they first reach it: see run()). Work is split over (batch, M block, group of B panels) items with OpenMP;
-// with M = 128 (BERT) the two threads take halves of N.
+// they first reach it: see run()). Work is split over (batch, M block, group of B panels)
+// items with OpenMP; with M = 128 (BERT) the two threads take halves of N.
 #include <omp.h>
 
 #include <atomic>
@@ -43,6 +43,7 @@ struct PackedB {
   hwy::AlignedFreeUniquePtr<float[]> data;  // owned storage (empty when ptr is a thread buffer)
   float* ptr = nullptr;
   int64_t batch_floats = 0;  // floats per packed B batch
+  bool packed_by_items = false;  // allocated only: run()'s work items pack it (LazyB)
 };
 
 // The calling thread's grow-only buffer for a run-time B (reused by its next call: a fresh
@@ -69,17 +70,17 @@ PackedCache& cache() {
   return *c;
 }
 
-// B batches b + i * batch_stride (i < nb), each k x n with B(kk, j) = [kk * rs + j * cs].
-// A run-time B whose panels the work items pack themselves (run(), LazyB), group by group.
+// A run-time B whose panels the work items pack themselves (run()), group by group.
 struct LazyB {
   const float* b = nullptr;  // B(kk, j) = b[kk * rs + j * cs]
   int64_t rs = 0, cs = 0;
-  float* packed = nullptr;  // where the panels go (the problem's bp)
+  float* packed = nullptr;  // where the panels go (PackedB::ptr, the problem's bp)
 };
 
-// `lazy` (a single run-time B): only allocates; run() packs it.
+// B batches b + i * batch_stride (i < nb), each k x n with B(kk, j) = [kk * rs + j * cs].
+// A single run-time B is only allocated (PackedB::packed_by_items): run() packs it.
 std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_stride, int64_t rs, int64_t cs,
-                                    int64_t k, int64_t n, bool constant, bool lazy = false) {
+                                    int64_t k, int64_t n, bool constant) {
   const int64_t nr = blocking().nr;
   std::string key;
   if (constant) {
@@ -97,7 +98,8 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
     e->ptr = e->data.get();
   }
   ++g_packs;
-  if (lazy) return e;
+  e->packed_by_items = !constant && nb == 1;
+  if (e->packed_by_items) return e;
   const float* src = b.data<float>();
   float* dst = e->ptr;
   // Threads take row ranges (each reads whole rows of a row-major B).
@@ -280,9 +282,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     if (!parse_activation(ctx, p)) return run_ref(ctx);
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
-  const bool lazy = nb == 1 && !ctx.input_is_constant(1);
-  const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1), lazy);
-  const LazyB lazy_b{b.data<float>(), n, 1, packed->ptr};
+  const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1));
   std::vector<Problem> probs;
   if (nb == 1) {
     // Weights without batch: A's batch dims fold into M (A and Y are contiguous row-major).
@@ -292,7 +292,8 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     p.bp = packed->ptr;
     p.y = y.data<float>();
     probs.push_back(p);
-    run(probs, lazy ? &lazy_b : nullptr);
+    const LazyB lazy{b.data<float>(), n, 1, packed->ptr};
+    run(probs, packed->packed_by_items ? &lazy : nullptr);
   } else {
     p.a_rs = k;
     p.m = m;
@@ -353,15 +354,14 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
   p.a = a.data<float>();
   p.a_rs = ta ? 1 : p.k;
   p.a_cs = ta ? p.m : 1;
-  const bool lazy = !ctx.input_is_constant(1);
   const int64_t b_rs = tb ? 1 : p.n, b_cs = tb ? p.k : 1;
-  const auto packed = pack(b, 1, 0, b_rs, b_cs, p.k, p.n, ctx.input_is_constant(1), lazy);
+  const auto packed = pack(b, 1, 0, b_rs, b_cs, p.k, p.n, ctx.input_is_constant(1));
   p.bp = packed->ptr;
   p.y = y.data<float>();
   p.ldy = p.n;
   std::vector<Problem> one{p};
-  const LazyB lazy_b{b.data<float>(), b_rs, b_cs, packed->ptr};
-  run(one, lazy ? &lazy_b : nullptr);
+  const LazyB lazy{b.data<float>(), b_rs, b_cs, packed->ptr};
+  run(one, packed->packed_by_items ? &lazy : nullptr);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }
