@@ -240,6 +240,48 @@ TEST(DnnlConv, NodeCacheReusedOnlyWhileItFits) {
   EXPECT_EQ(dnnl_engine::winograd_conv_runs(), wino_runs + 1);
 }
 
+// A strided 1x1 NhwcConv without padding runs at unit stride on the pixels at its strides,
+// gathered first (conv.cc strided_1x1), also from the node's kept state; with padding it runs
+// the strided primitive. Odd sizes, unequal strides, groups, residual and activation.
+TEST(DnnlConv, Strided1x1GathersItsPixelsFirst) {
+  std::mt19937 g(1201);
+  struct Case {
+    Dims x;
+    int64_t m, group, sh, sw;
+    bool residual;
+  };
+  const std::vector<Case> cases{{{1, 14, 14, 32}, 48, 1, 2, 2, true},  {{2, 9, 13, 16}, 24, 1, 3, 1, false},
+                                {{1, 7, 5, 12}, 8, 2, 1, 2, true},     {{1, 15, 15, 64}, 128, 1, 3, 3, false},
+                                {{2, 1, 6, 8}, 16, 1, 2, 2, true}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const int64_t oh = (c.x[1] - 1) / c.sh + 1, ow = (c.x[2] - 1) / c.sw + 1;
+    NodeCache cache;
+    KernelCall call = make_call("NhwcConv", 1, {dnnl_random(c.x, g), dnnl_random({c.m, c.x[3] / c.group, 1, 1}, g),
+                                                dnnl_random({c.m}, g)});
+    call.domain = "com.gearbox";
+    call.constant_inputs = {false, true, true};
+    call.node_cache = &cache;
+    call.attrs["group"] = attr_int(c.group);
+    call.attrs["strides"] = attr_ints({c.sh, c.sw});
+    call.attrs["activation"] = attr_string("Relu");
+    if (c.residual) call.inputs.push_back(dnnl_random({c.x[0], oh, ow, c.m}, g));
+    const std::string what = "case " + std::to_string(i);
+    const int64_t before = dnnl_engine::strided_1x1_subsamples();
+    expect_dnnl_matches_ref(call, c.x[3] / c.group, what);
+    expect_dnnl_matches_ref(call, c.x[3] / c.group, what + ", from the node state");
+    EXPECT_EQ(dnnl_engine::strided_1x1_subsamples(), before + 2) << what;
+  }
+  // Padding: the strided primitive itself (no gather), still equal to the reference.
+  KernelCall padded = make_call("NhwcConv", 1, {dnnl_random({1, 9, 9, 16}, g), dnnl_random({8, 16, 1, 1}, g)});
+  padded.domain = "com.gearbox";
+  padded.attrs["strides"] = attr_ints({2, 2});
+  padded.attrs["pads"] = attr_ints({1, 0, 1, 0});
+  const int64_t before = dnnl_engine::strided_1x1_subsamples();
+  expect_dnnl_matches_ref(padded, 16, "padded");
+  EXPECT_EQ(dnnl_engine::strided_1x1_subsamples(), before);
+}
+
 // com.gearbox.NhwcConv (the layout pass's channels-last form): X, Z and Y are [N, H, W, C];
 // the reference transposes around cpu.ref FusedConv, the oneDNN kernel reads NHWC directly.
 TEST(DnnlConv, ChannelsLastAgainstReference) {

@@ -96,6 +96,8 @@ int64_t ref_fallback_count();
 int64_t winograd_conv_runs();
 // Times a convolution reused what its node kept from an earlier run (conv.cc ConvNodeState).
 int64_t conv_state_reuses();
+// Times a strided 1x1 NhwcConv ran at unit stride on its gathered pixels (conv.cc strided_1x1).
+int64_t strided_1x1_subsamples();
 
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name
