@@ -269,7 +269,9 @@ TEST(DnnlConv, Strided1x1GathersItsPixelsFirst) {
     const std::string what = "case " + std::to_string(i);
     const int64_t before = dnnl_engine::strided_1x1_subsamples();
     expect_dnnl_matches_ref(call, c.x[3] / c.group, what);
+    const int64_t reuses = dnnl_engine::conv_state_reuses();
     expect_dnnl_matches_ref(call, c.x[3] / c.group, what + ", from the node state");
+    EXPECT_EQ(dnnl_engine::conv_state_reuses(), reuses + 1) << what << ": the node state was not used";
     EXPECT_EQ(dnnl_engine::strided_1x1_subsamples(), before + 2) << what;
   }
   // Padding: the strided primitive itself (no gather), still equal to the reference.

@@ -75,7 +75,7 @@ std::string join(const std::vector<int64_t>& v) {
 // the look-ups in both caches (~8% of a MobileNetV2 run at two threads, docs/performance.md).
 struct ConvNodeState {
   Dims x_dims, y_dims;
-  int64_t sub_sh = 0, sub_sw = 0;  // non-zero: X's pixels at these strides are gathered first (strided_1x1)
+  int64_t sub_sh = 0, sub_sw = 0;  // both non-zero: X's pixels at these strides are gathered first (strided_1x1)
   const void* w = nullptr;
   const void* b = nullptr;
   bool z = false;
@@ -108,7 +108,10 @@ bool strided_1x1(bool nhwc, const std::vector<int64_t>& kernel, const ref::nn::W
          win.pad_begin == std::vector<int64_t>{0, 0} && win.pad_end == std::vector<int64_t>{0, 0};
 }
 
-// X[b, i sh, j sw, :] for i < oh, j < ow, of a channels-last X: [N, oh, ow, C].
+// X[b, i sh, j sw, :] for i < oh, j < ow, of a channels-last X: [N, oh, ow, C]. Not the
+// reference's ref::strided_copy: that one stays on one thread below 1 MiB, and this gather of
+// cold memory needs both (with it, ResNet-50's downsample layers at batch 1 took 40-127 us
+// longer for the 800 KB gather and 7-68 us for the 400 KB one; gearbox profile, three runs).
 Result<Tensor> subsample_nhwc(const Tensor& x, int64_t sh, int64_t sw, int64_t oh, int64_t ow) {
   const int64_t h = x.dim(1), w = x.dim(2), c = x.dim(3);
   GBX_ASSIGN_OR_RETURN(Tensor s, Tensor::allocate_uninitialized(DType::F32, {x.dim(0), oh, ow, c}));
@@ -190,15 +193,16 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
   if (fused && ctx.has_input(3) && (!z || z->dtype() != DType::F32 || z->dims() != ydims))
     return run_ref(ctx);  // a broadcasting Z or a non-tensor: the reference
   // A strided 1x1 convolution runs at unit stride on the pixels it reads (strided_1x1).
-  const int64_t sub_sh = strided_1x1(nhwc, kernel, win) ? win.strides[0] : 0, sub_sw = win.strides[1];
+  const bool gather = strided_1x1(nhwc, kernel, win);
+  const int64_t sub_sh = gather ? win.strides[0] : 0, sub_sw = gather ? win.strides[1] : 0;
   Tensor sub;
-  if (sub_sh) {
+  if (gather) {
     GBX_ASSIGN_OR_RETURN(sub, subsample_nhwc(x, sub_sh, sub_sw, win.out[0], win.out[1]));
     xl = {n, c, win.out[0], win.out[1]};
     win.in = win.out;
     win.strides = {1, 1};
   }
-  const Tensor& xin = sub_sh ? sub : x;
+  const Tensor& xin = gather ? sub : x;
 
   dnnl::post_ops po;
   std::string act_sig;
