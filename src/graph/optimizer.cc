@@ -46,6 +46,10 @@ const std::vector<PassEntry>& pipeline() {
       {{"layout_nhwc", "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
         "Transposes at the boundaries (only when the engines prefer cpu.dnnl)"},
        passes::layout_nhwc},
+      {{"layout_blocked", "regions of channels-last convolutions with channel counts that are multiples of 16 -> "
+        "com.gearbox.Nchw16cConv in oneDNN's blocked layout, with Reshape + Transpose at the boundaries (only when "
+        "the engines prefer cpu.dnnl)"},
+       passes::layout_blocked},
       {{"transpose_sinking", "move a Transpose down through element-wise ops (and Binary(Transpose, Transpose) -> "
         "Transpose(Binary)) when it then merges with the next Transpose"},
        passes::sink_transposes},
@@ -174,8 +178,8 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
       report.passes.push_back(r);
       continue;
     }
-    if (p.info.name == "layout_nhwc" && !engines_prefer_dnnl(options.engines)) {
-      // Channels-last only pays on oneDNN; the reference Nhwc kernels transpose in and out.
+    if ((p.info.name == "layout_nhwc" || p.info.name == "layout_blocked") && !engines_prefer_dnnl(options.engines)) {
+      // These layouts only pay on oneDNN; the reference kernels rearrange in and out.
       GBX_LOG_DEBUG("GRAPH_OPTIMIZER", "{}: skipped, engines '{}' do not prefer cpu.dnnl", r.name, options.engines);
       report.passes.push_back(r);
       continue;

@@ -17,14 +17,11 @@ using testing::attr_int;
 using testing::attr_ints;
 using testing::count_op;
 using testing::expect_same_outputs;
+using testing::expect_same_outputs_as_unoptimized;
 using testing::GraphBuilder;
 using testing::only_passes;
 using testing::random_tensor;
-
-void typed(Value* v, Dims d) {
-  v->type.dtype = DType::F32;
-  v->type.shape = Shape::from_dims(d);
-}
+using testing::typed;
 
 Value* conv(GraphBuilder& b, Value* x, int64_t c, int64_t m, int64_t k, Dims out, uint32_t seed) {
   Value* y = b.op("Conv", {x, b.constant("w" + std::to_string(seed), random_tensor({m, c, k, k}, seed, -0.3f, 0.3f)),
@@ -126,27 +123,13 @@ TEST(LayoutNhwcPass, SameOutputsOnTheReferenceEngine) {
 // The rewritten graph on cpu.dnnl (channels-last oneDNN kernels) against the unrewritten one
 // on cpu.ref.
 TEST(LayoutNhwcPass, SameOutputsOnOneDnn) {
-  SessionOptions ref;
-  ref.engine = std::string(kEngineRef);
-  ref.optimizer.enabled = false;
-  auto s0 = Session::create(resnet_like(), ref);
-  ASSERT_TRUE(s0.ok()) << s0.status().to_string();
-  SessionOptions fast;
-  fast.engine = "cpu.dnnl,cpu.ref";
-  fast.optimizer = fusion_and_layout("cpu.ref");  // Session::create sets engines to fast.engine
-  auto s1 = Session::create(resnet_like(), fast);
-  ASSERT_TRUE(s1.ok()) << s1.status().to_string();
-  EXPECT_EQ((*s1)->optimizer_report().matches("layout_nhwc"), 6);
+  Model m = resnet_like();
+  auto rep = optimize(m, fusion_and_layout());
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->matches("layout_nhwc"), 6);
   const int64_t fallbacks = dnnl_engine::ref_fallback_count();
-  auto want = (*s0)->run(feeds());
-  auto got = (*s1)->run(feeds());
-  ASSERT_TRUE(want.ok() && got.ok());
+  expect_same_outputs_as_unoptimized(resnet_like, std::move(m), "cpu.dnnl,cpu.ref", feeds(), 1e-4f);
   EXPECT_EQ(dnnl_engine::ref_fallback_count(), fallbacks) << "a channels-last node fell back to the reference";
-  for (size_t i = 0; i < want->size(); ++i) {
-    ASSERT_EQ((*want)[i].dims(), (*got)[i].dims());
-    for (int64_t k = 0; k < (*want)[i].numel(); ++k)
-      ASSERT_NEAR((*want)[i].data<float>()[k], (*got)[i].data<float>()[k], 1e-4) << "output " << i << " at " << k;
-  }
 }
 
 TEST(LayoutNhwcPass, OffUnlessTheEnginesPreferOneDnn) {
@@ -218,18 +201,7 @@ TEST(LayoutNhwcPass, SurvivesAGbmRoundTrip) {
   auto loaded = gbm::read_bytes(bytes->data(), bytes->size());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   EXPECT_EQ(count_op(*loaded->graph, "NhwcConv"), 3u);
-  SessionOptions so;
-  so.engine = std::string(kEngineRef);
-  so.optimizer.enabled = false;
-  auto s0 = Session::create(resnet_like(), so);
-  auto s1 = Session::create(std::move(loaded).value(), so);
-  ASSERT_TRUE(s0.ok() && s1.ok());
-  auto want = (*s0)->run(feeds());
-  auto got = (*s1)->run(feeds());
-  ASSERT_TRUE(want.ok() && got.ok()) << got.status().to_string();
-  for (size_t i = 0; i < want->size(); ++i)
-    for (int64_t k = 0; k < (*want)[i].numel(); ++k)
-      ASSERT_NEAR((*want)[i].data<float>()[k], (*got)[i].data<float>()[k], 1e-5) << "output " << i;
+  expect_same_outputs_as_unoptimized(resnet_like, std::move(loaded).value(), std::string(kEngineRef), feeds(), 1e-5f);
 }
 
 }  // namespace

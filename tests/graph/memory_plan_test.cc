@@ -11,12 +11,6 @@
 namespace gearbox::testing {
 namespace {
 
-// Sets a value's static type (as shape inference would).
-void typed(Value* v, Dims d) {
-  v->type.dtype = DType::F32;
-  v->type.shape = Shape::from_dims(d);
-}
-
 // Expects no two values that are live at the same node to share a byte.
 void expect_no_live_overlap(const MemoryPlan& p) {
   for (size_t i = 0; i < p.placements.size(); ++i)

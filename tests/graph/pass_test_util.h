@@ -99,6 +99,12 @@ inline SessionOptions unoptimized_on(const std::string& engines) {
 inline Tensor scalar_f(float v) { return Tensor::scalar<float>(v); }
 inline Tensor ints(std::vector<int64_t> v) { return Tensor::from_vector<int64_t>(v); }
 
+// Gives v a float32 tensor type of the given dims.
+inline void typed(Value* v, Dims d) {
+  v->type.dtype = DType::F32;
+  v->type.shape = Shape::from_dims(d);
+}
+
 inline size_t count_op(const Graph& g, const std::string& op) {
   size_t n = 0;
   for (const auto& node : g.nodes)
@@ -115,13 +121,12 @@ inline OptimizerOptions only_passes(const std::vector<std::string>& names) {
   return o;
 }
 
-// Runs a model built by `build` with no pass, then with `opts`; expects every output equal
-// within tol. Returns the optimized graph's report through *report.
-inline void expect_same_outputs(const std::function<Model()>& build, const std::map<std::string, Tensor>& feeds,
-                                const OptimizerOptions& opts, float tol = 1e-5f, OptimizerReport* report = nullptr,
-                                std::shared_ptr<Graph>* optimized = nullptr) {
-  // Both sessions on the reference engine: the comparison is fused vs unfused within one
-  // engine, not oneDNN vs reference.
+// Runs a model built by `build` with no pass on cpu.ref, and `optimized` (already optimized:
+// by optimize(), or read back from a .gbm) with the optimizer off on `engines`; expects every
+// output equal within tol (relative, absolute below 1).
+inline void expect_same_outputs_as_unoptimized(const std::function<Model()>& build, Model optimized,
+                                               const std::string& engines,
+                                               const std::map<std::string, Tensor>& feeds, float tol) {
   SessionOptions off;
   off.engine = std::string(kEngineRef);
   off.optimizer.enabled = false;
@@ -130,16 +135,9 @@ inline void expect_same_outputs(const std::function<Model()>& build, const std::
   ASSERT_TRUE(s0.ok()) << s0.status().to_string();
   auto ref = (*s0)->run(feeds);
   ASSERT_TRUE(ref.ok()) << ref.status().to_string();
-
-  Model m = build();
-  auto rep = optimize(m, opts);
-  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
-  if (report) *report = *rep;
-  if (optimized) *optimized = m.graph;
-  SessionOptions none;
-  none.engine = std::string(kEngineRef);
-  none.optimizer.enabled = false;  // already optimized
-  auto s1 = Session::create(m, none);
+  SessionOptions none = off;
+  none.engine = engines;
+  auto s1 = Session::create(std::move(optimized), none);
   ASSERT_TRUE(s1.ok()) << s1.status().to_string();
   auto got = (*s1)->run(feeds);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
@@ -153,6 +151,20 @@ inline void expect_same_outputs(const std::function<Model()>& build, const std::
       ASSERT_NEAR(x, y, tol * std::max(1.0, std::fabs(x))) << "output " << i << " element " << k;
     }
   }
+}
+
+// Runs a model built by `build` with no pass, then with `opts`, both on the reference engine
+// (the comparison is fused vs unfused within one engine, not oneDNN vs reference); expects
+// every output equal within tol. Returns the optimized graph's report through *report.
+inline void expect_same_outputs(const std::function<Model()>& build, const std::map<std::string, Tensor>& feeds,
+                                const OptimizerOptions& opts, float tol = 1e-5f, OptimizerReport* report = nullptr,
+                                std::shared_ptr<Graph>* optimized = nullptr) {
+  Model m = build();
+  auto rep = optimize(m, opts);
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  if (report) *report = *rep;
+  if (optimized) *optimized = m.graph;
+  expect_same_outputs_as_unoptimized(build, std::move(m), std::string(kEngineRef), feeds, tol);
 }
 
 }  // namespace gearbox::testing

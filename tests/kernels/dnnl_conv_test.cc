@@ -318,6 +318,44 @@ TEST(DnnlConv, ChannelsLastAgainstReference) {
   expect_dnnl_matches_ref(bad, 12, "rank 3");
 }
 
+// com.gearbox.Nchw16cConv (the layout_blocked pass's form): X, Z and Y are [N, C/16, H, W, 16];
+// the reference rearranges around cpu.ref FusedConv, the oneDNN kernel reads the blocks
+// directly. Includes Winograd-shaped 3x3 layers, which need no reorder in this layout.
+TEST(DnnlConv, BlockedAgainstReference) {
+  std::mt19937 g(16);
+  auto pick = [&](std::vector<int64_t> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(g)]; };
+  int winograd_cases = 0;
+  const int64_t winograd_before = dnnl_engine::winograd_conv_runs();
+  for (int it = 0; it < 30; ++it) {
+    const int64_t n = pick({1, 2}), c = pick({16, 32, 64, 128}), m = pick({16, 48, 64, 128});
+    const int64_t h = pick({5, 14, 15, 17}), w = pick({7, 14, 16}), k = pick({1, 3}), s = pick({1, 1, 2});
+    const int64_t oh = (h + 2 * (k / 2) - k) / s + 1, ow = (w + 2 * (k / 2) - k) / s + 1;
+    KernelCall call = make_call("Nchw16cConv", 1, {dnnl_random({n, c / 16, h, w, 16}, g),
+                                                   dnnl_random({m, c, k, k}, g), dnnl_random({m}, g)});
+    call.domain = "com.gearbox";
+    call.constant_inputs = {false, true, true};
+    call.attrs["strides"] = attr_ints({s, s});
+    call.attrs["pads"] = attr_ints({k / 2, k / 2, k / 2, k / 2});
+    if (it % 2 == 0) call.inputs.push_back(dnnl_random({n, m / 16, oh, ow, 16}, g));  // residual
+    if (it % 3 != 2) call.attrs["activation"] = attr_string("Relu");
+    if (k == 3 && s == 1 && c >= 64 && m >= 64 && oh >= 14 && ow >= 14) ++winograd_cases;
+    expect_dnnl_matches_ref(call, c * k * k, "blocked case " + std::to_string(it));
+  }
+  EXPECT_GT(winograd_cases, 0);
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd_before, winograd_cases);
+  // Not the blocked form (rank 4, a last dim other than 16) or output channels that do not
+  // fill whole blocks: the reference's error on both paths.
+  KernelCall rank4 = make_call("Nchw16cConv", 1, {dnnl_random({1, 5, 5, 16}, g), dnnl_random({16, 16, 1, 1}, g)});
+  rank4.domain = "com.gearbox";
+  expect_dnnl_matches_ref(rank4, 16, "rank 4");
+  KernelCall block8 = make_call("Nchw16cConv", 1, {dnnl_random({1, 2, 5, 5, 8}, g), dnnl_random({16, 16, 1, 1}, g)});
+  block8.domain = "com.gearbox";
+  expect_dnnl_matches_ref(block8, 16, "blocks of 8");
+  KernelCall m24 = make_call("Nchw16cConv", 1, {dnnl_random({1, 1, 5, 5, 16}, g), dnnl_random({24, 16, 1, 1}, g)});
+  m24.domain = "com.gearbox";
+  expect_dnnl_matches_ref(m24, 16, "24 output channels");
+}
+
 TEST(DnnlConv, UnhandledConfigurationsRunTheReference) {
   std::mt19937 g(9);
   // 1-D and 3-D convs, a residual that broadcasts, an unknown activation (ref error), a

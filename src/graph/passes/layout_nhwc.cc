@@ -73,16 +73,6 @@ Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
 const std::vector<int64_t> kToNhwc{0, 2, 3, 1};
 const std::vector<int64_t> kToNchw{0, 3, 1, 2};
 
-// Union-find over the candidate nodes, so regions can be counted.
-struct Regions {
-  std::unordered_map<const Node*, const Node*> parent;
-  const Node* find(const Node* n) {
-    while (parent[n] != n) n = parent[n] = parent[parent[n]];
-    return n;
-  }
-  void join(const Node* a, const Node* b) { parent[find(a)] = find(b); }
-};
-
 }  // namespace
 
 Result<int> layout_nhwc(Graph& g, const PassContext&) {

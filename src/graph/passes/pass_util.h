@@ -67,6 +67,17 @@ bool const_near(const Value* v, double want, double rel_tol = 1e-4);
 // The tensor value type's static dims when fully known.
 std::optional<Dims> static_dims(const Value* v);
 
+// Union-find over nodes: the connected regions the layout passes rewrite as a whole. A node
+// joins with parent[n] = n.
+struct Regions {
+  std::unordered_map<const Node*, const Node*> parent;
+  const Node* find(const Node* n) {
+    while (parent[n] != n) n = parent[n] = parent[parent[n]];
+    return n;
+  }
+  void join(const Node* a, const Node* b) { parent[find(a)] = find(b); }
+};
+
 // Attribute helpers.
 int64_t attr_int(const Node& n, const std::string& name, int64_t def);
 float attr_float(const Node& n, const std::string& name, float def);

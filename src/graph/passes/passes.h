@@ -33,5 +33,7 @@ Result<int> fuse_matmul(Graph& g, const PassContext& ctx);            // matmul_
 Result<int> fuse_conv(Graph& g, const PassContext& ctx);              // conv_fusion.cc
 // layout_nhwc.cc: regions of convolutions and pools -> channels-last com.gearbox.Nhwc* ops
 Result<int> layout_nhwc(Graph& g, const PassContext& ctx);
+// layout_blocked.cc: regions of channels-last convolutions -> blocked com.gearbox.Nchw16cConv
+Result<int> layout_blocked(Graph& g, const PassContext& ctx);
 
 }  // namespace gearbox::passes

@@ -11,8 +11,9 @@
 // Layouts: for Conv/FusedConv, source and destination use the primitive's preferred layout
 // (format_tag::any), with a reorder from/to NCHW on each run. com.gearbox.NhwcConv (written by
 // the layout pass, src/graph/passes/layout_nhwc.cc) reads and writes channels-last tensors
-// directly, with no reorder. Initializer weights are reordered once and cached (dnnl_util.h
-// reordered_weights).
+// directly, with no reorder; com.gearbox.Nchw16cConv (src/graph/passes/layout_blocked.cc)
+// likewise reads and writes oneDNN's blocked nChw16c layout, as [N, C/16, H, W, 16] tensors.
+// Initializer weights are reordered once and cached (dnnl_util.h reordered_weights).
 //
 // Algorithm: a 3x3, stride-1, undilated, ungrouped convolution with at least 64 input and
 // output channels and an output of at least 14x14 runs as oneDNN's Winograd convolution
@@ -26,6 +27,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,32 @@ Result<Tensor> subsample_nhwc(const Tensor& x, int64_t sh, int64_t sw, int64_t o
   return s;
 }
 
+// How a kernel's X, Z and Y are laid out: NCHW (Conv, FusedConv), channels-last [N, H, W, C]
+// (NhwcConv) or blocked [N, C/16, H, W, 16] (Nchw16cConv).
+enum class Layout { Nchw, Nhwc, Nchw16c };
+constexpr int64_t kBlock = 16;
+
+// X's dims in NCHW order (as oneDNN describes every layout), or none when X does not have
+// the layout's form.
+std::optional<Dims> logical_dims(const Tensor& x, Layout layout) {
+  switch (layout) {
+    case Layout::Nchw: return x.rank() == 4 ? std::optional<Dims>(x.dims()) : std::nullopt;
+    case Layout::Nhwc:
+      return x.rank() == 4 ? std::optional<Dims>(Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)}) : std::nullopt;
+    case Layout::Nchw16c:
+      if (x.rank() != 5 || x.dim(4) != kBlock) return std::nullopt;
+      return Dims{x.dim(0), x.dim(1) * kBlock, x.dim(2), x.dim(3)};
+  }
+  return std::nullopt;
+}
+
+// The stored dims of an NCHW-ordered `l` in the layout (m % 16 == 0 for Nchw16c).
+Dims stored_dims(const Dims& l, Layout layout) {
+  if (layout == Layout::Nhwc) return {l[0], l[2], l[3], l[1]};
+  if (layout == Layout::Nchw16c) return {l[0], l[1] / kBlock, l[2], l[3], kBlock};
+  return l;
+}
+
 // Runs `p` into a new Y (or into Z's buffer, see below).
 Status run_conv(KernelContext& ctx, const ConvPrim& p, const Tensor& x, const dnnl::memory& weights, const Tensor* b,
                 const Tensor* z, const Dims& ydims) {
@@ -146,14 +174,14 @@ Status run_conv(KernelContext& ctx, const ConvPrim& p, const Tensor& x, const dn
   return Status::OK();
 }
 
-// `nhwc`: com.gearbox.NhwcConv, whose X, Z and Y are channels-last [N, H, W, C] tensors (the
-// layout pass's form; W stays OIHW).
-Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
+// `layout`: how X, Z and Y are stored (W stays OIHW in all three).
+Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
     return run_ref(ctx);
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
+  const std::optional<Dims> x_logical = logical_dims(x, layout);
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || !x_logical || w.rank() != 4 || x.numel() == 0)
     return run_ref(ctx);
   // B and Z when they are tensors (the checks below hand any other value to the reference).
   const Tensor* b_in = ctx.has_input(2) && ctx.input_value(2).is_tensor() ? &ctx.input(2) : nullptr;
@@ -178,22 +206,22 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
     }
   }
   const int64_t group = ctx.attr_int("group", 1);
-  // Logical (NCHW-ordered) dims of X, as oneDNN describes every layout.
-  Dims xl = nhwc ? Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)} : x.dims();
+  Dims xl = *x_logical;
   const int64_t n = xl[0], c = xl[1], m = w.dim(0);
   if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
+  if (layout == Layout::Nchw16c && m % kBlock != 0) return run_ref(ctx);  // its error
   std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
   if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
   const Tensor* b = b_in;
   if (ctx.has_input(2) && (!b || b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m)) return run_ref(ctx);
   GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {xl[2], xl[3]}, kernel));
   const Dims yl{n, m, win.out[0], win.out[1]};
-  const Dims ydims = nhwc ? Dims{n, win.out[0], win.out[1], m} : yl;
+  const Dims ydims = stored_dims(yl, layout);
   const Tensor* z = z_in;
   if (fused && ctx.has_input(3) && (!z || z->dtype() != DType::F32 || z->dims() != ydims))
     return run_ref(ctx);  // a broadcasting Z or a non-tensor: the reference
   // A strided 1x1 convolution runs at unit stride on the pixels it reads (strided_1x1).
-  const bool gather = strided_1x1(nhwc, kernel, win);
+  const bool gather = strided_1x1(layout == Layout::Nhwc, kernel, win);
   const int64_t sub_sh = gather ? win.strides[0] : 0, sub_sw = gather ? win.strides[1] : 0;
   Tensor sub;
   if (gather) {
@@ -210,7 +238,8 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
   if (fused && !append_activation(ctx, po, &act_sig)) return run_ref(ctx);
 
   const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled();
-  const std::string key = std::string(nhwc ? "conv_nhwc|" : "conv|") + (try_winograd ? "wino|" : "") +
+  static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
+  const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
                           to_string(xin.dims()) + to_string(w.dims()) +
                           "g" + std::to_string(group) + "s" +
                           join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) + join(win.pad_end) +
@@ -221,15 +250,17 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
       const memory::dims src_d = to_dims(xl), dst_d = to_dims(yl);
       memory::dims wei_d = to_dims(w.dims());
       if (group > 1) wei_d = {group, m / group, c / group, kernel[0], kernel[1]};
-      cp->src_plain = nhwc ? memory::desc(src_d, memory::data_type::f32, tag::nhwc) : plain_md(src_d);
+      const tag act_tag = layout == Layout::Nhwc ? tag::nhwc : layout == Layout::Nchw16c ? tag::nChw16c : tag::nchw;
+      cp->src_plain = memory::desc(src_d, memory::data_type::f32, act_tag);
       cp->wei_plain = plain_md(wei_d);
-      cp->dst_plain = nhwc ? memory::desc(dst_d, memory::data_type::f32, tag::nhwc) : plain_md(dst_d);
+      cp->dst_plain = memory::desc(dst_d, memory::data_type::f32, act_tag);
       cp->bias_plain = plain_md({m});
       const auto f32 = memory::data_type::f32;
-      // Channels-last activations are taken as they are (no reorder per run); NCHW ones let
-      // the primitive pick its layout and are reordered in and out.
-      memory::desc src_any = nhwc ? cp->src_plain : memory::desc(src_d, f32, tag::any);
-      memory::desc dst_any = nhwc ? cp->dst_plain : memory::desc(dst_d, f32, tag::any);
+      // Channels-last and blocked activations are taken as they are (no reorder per run);
+      // NCHW ones let the primitive pick its layout and are reordered in and out.
+      const bool as_stored = layout != Layout::Nchw;
+      memory::desc src_any = as_stored ? cp->src_plain : memory::desc(src_d, f32, tag::any);
+      memory::desc dst_any = as_stored ? cp->dst_plain : memory::desc(dst_d, f32, tag::any);
       memory::desc wei_any(wei_d, f32, tag::any);
       const memory::dims strides{win.strides[0], win.strides[1]};
       const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
@@ -248,8 +279,9 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
       };
       dnnl::convolution_forward::primitive_desc pd;
       if (try_winograd) {
-        // Winograd works in its own blocked layout: channels-last tensors are reordered in
-        // and out around it (cheap next to the multiplications it saves).
+        // Winograd works in its own blocked layout (nChw16c): channels-last tensors are
+        // reordered in and out around it (cheap next to the multiplications it saves), blocked
+        // ones are already in it.
         try {
           pd = make_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_d, f32, tag::any),
                        memory::desc(dst_d, f32, tag::any));
@@ -293,7 +325,8 @@ Status conv_impl(KernelContext& ctx, bool fused, bool nhwc = false) {
 
 Status conv(KernelContext& ctx) { return conv_impl(ctx, false); }
 Status fused_conv(KernelContext& ctx) { return conv_impl(ctx, true); }
-Status nhwc_conv(KernelContext& ctx) { return conv_impl(ctx, true, true); }
+Status nhwc_conv(KernelContext& ctx) { return conv_impl(ctx, true, Layout::Nhwc); }
+Status nchw16c_conv(KernelContext& ctx) { return conv_impl(ctx, true, Layout::Nchw16c); }
 
 }  // namespace
 
@@ -306,6 +339,7 @@ namespace {
 GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
+GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32}, nchw16c_conv});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine
