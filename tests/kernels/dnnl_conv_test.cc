@@ -147,11 +147,11 @@ TEST(DnnlConv, RunTimeWeightsAreNotCached) {
   EXPECT_EQ(dnnl_engine::weight_reorder_count(), reorders_before + 3);  // blocked layout: one reorder a run
 }
 
-// 3x3 stride-1 convolutions with >= 64 channels and outputs of >= 14x14 run as oneDNN's
+// 3x3 stride-1 convolutions with >= 64 channels and outputs of >= 7x7 run as oneDNN's
 // Winograd algorithm (conv.cc):
 // NCHW, FusedConv with residual and activation, and channels-last, odd spatial sizes; checked
 // against the reference and through winograd_conv_runs, so a silent switch back to the
-// direct kernel cannot pass. Not eligible (stride 2, too few channels, 7x7) or turned off by
+// direct kernel cannot pass. Not eligible (stride 2, too few channels, 5x6) or turned off by
 // GEARBOX_CONV_WINOGRAD=0: the direct kernel, same results.
 TEST(DnnlConv, Winograd3x3AgainstReference) {
   std::mt19937 g(33);
@@ -173,6 +173,7 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
       conv3x3("FusedConv", {1, 128, 28, 28}, 128, false, "Relu"),  // F(4x4,3x3) on this CPU
       conv3x3("NhwcConv", {2, 14, 20, 128}, 64, true, "Relu"),
       conv3x3("NhwcConv", {1, 15, 15, 96}, 96, false, nullptr),
+      conv3x3("FusedConv", {1, 128, 7, 7}, 128, true, "Relu"),  // ResNet-50's layer4 shape, fewer channels
   };
   int64_t before = dnnl_engine::winograd_conv_runs();
   for (size_t i = 0; i < eligible.size(); ++i) {
@@ -186,7 +187,7 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
   before = dnnl_engine::winograd_conv_runs();
   expect_dnnl_matches_ref(strided, 64 * 9, "stride 2");
   expect_dnnl_matches_ref(conv3x3("Conv", {1, 32, 14, 14}, 64, false, nullptr), 32 * 9, "32 input channels");
-  expect_dnnl_matches_ref(conv3x3("Conv", {1, 64, 7, 9}, 64, false, nullptr), 64 * 9, "7x9 output");
+  expect_dnnl_matches_ref(conv3x3("Conv", {1, 64, 5, 6}, 64, false, nullptr), 64 * 9, "5x6 output");
   ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
   expect_dnnl_matches_ref(eligible[1], 64 * 9, "winograd off");
   ::unsetenv("GEARBOX_CONV_WINOGRAD");
@@ -338,7 +339,7 @@ TEST(DnnlConv, BlockedAgainstReference) {
     call.attrs["pads"] = attr_ints({k / 2, k / 2, k / 2, k / 2});
     if (it % 2 == 0) call.inputs.push_back(dnnl_random({n, m / 16, oh, ow, 16}, g));  // residual
     if (it % 3 != 2) call.attrs["activation"] = attr_string("Relu");
-    if (k == 3 && s == 1 && c >= 64 && m >= 64 && oh >= 14 && ow >= 14) ++winograd_cases;
+    if (k == 3 && s == 1 && c >= 64 && m >= 64 && oh >= 7 && ow >= 7) ++winograd_cases;
     expect_dnnl_matches_ref(call, c * k * k, "blocked case " + std::to_string(it));
   }
   EXPECT_GT(winograd_cases, 0);

@@ -48,7 +48,7 @@ int64_t blocked_channels(const Value* v) {
 // Per image: the multiply-adds x 2 of a convolution that runs blocked, else 0. Blocked pays
 // for 1x1 convolutions (jit_1x1) and for the 3x3 ones that run as Winograd (the kernel's
 // rule, src/kernels/cpu/dnnl/conv.cc winograd_candidate: at least 64 channels in and out,
-// stride and dilation 1, an output of at least 14x14); other spatial kernels run oneDNN's
+// stride and dilation 1, an output of at least 7x7); other spatial kernels run oneDNN's
 // blocked direct kernel, 15-25% slower than brgconv on channels-last in ResNet-50 (its
 // stride-2 and 7x7 3x3 layers, gearbox profile), so they stay channels-last.
 double blocked_flops(const Node& n) {
@@ -66,7 +66,7 @@ double blocked_flops(const Node& n) {
   };
   const bool pointwise = kh == 1 && kw == 1;
   const bool winograd = kh == 3 && kw == 3 && c >= 64 && m >= 64 && all_one("strides") && all_one("dilations") &&
-                        oh.value >= 14 && ow.value >= 14;
+                        oh.value >= 7 && ow.value >= 7;
   if (!pointwise && !winograd) return 0;
   return 2.0 * static_cast<double>(oh.value * ow.value * m * c * kh * kw);
 }

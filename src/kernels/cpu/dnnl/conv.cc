@@ -16,13 +16,14 @@
 // Initializer weights are reordered once and cached (dnnl_util.h reordered_weights).
 //
 // Algorithm: a 3x3, stride-1, undilated, ungrouped convolution with at least 64 input and
-// output channels and an output of at least 14x14 runs as oneDNN's Winograd convolution
+// output channels and an output of at least 7x7 runs as oneDNN's Winograd convolution
 // (F(2x2,3x3) or F(4x4,3x3) tiles) where oneDNN implements it for the shape: it does
 // 2.25-4x fewer multiplications, and on this machine ResNet-50's 3x3 layers of 14x14 and
 // more run ~1.4-2x faster than with the direct kernel, the reorders to and from Winograd's
-// blocked layout included (docs/performance.md). At 7x7 the tiles waste too much (batch 8:
-// 2.4x slower than direct; batch 1: even). Its rounding differs from the direct sum's,
-// within the parity tolerance.
+// blocked layout included (docs/performance.md); its 7x7 stride-1 layers 0.89 -> 0.70 ms at
+// batch 1 and 5.4 -> 3.9 ms at batch 8 in the blocked layout, 5.3 -> 4.1 ms channels-last
+// with the reorders (gearbox profile). Smaller outputs were not measured. Its rounding
+// differs from the direct sum's, within the parity tolerance.
 // GEARBOX_CONV_WINOGRAD=0 turns it off (direct convolution everywhere).
 #include <atomic>
 #include <cstdlib>
@@ -61,7 +62,7 @@ bool winograd_candidate(int64_t group, int64_t c, int64_t m, const std::vector<i
                         const ref::nn::Window& win) {
   return group == 1 && c >= 64 && m >= 64 && kernel == std::vector<int64_t>{3, 3} &&
          win.strides == std::vector<int64_t>{1, 1} && win.dilations == std::vector<int64_t>{1, 1} &&
-         win.out[0] >= 14 && win.out[1] >= 14;
+         win.out[0] >= 7 && win.out[1] >= 7;
 }
 
 std::string join(const std::vector<int64_t>& v) {
