@@ -5,20 +5,24 @@
 // brgconv_1x1 pays on channels-last outputs; and Winograd works in this layout, so the
 // reorders around every Winograd layer go away. ResNet-50's four stages as a oneDNN chain
 // (2 threads, weights and activations cold): 21.6-21.8 -> 20.6-20.7 ms at batch 1, 188 -> 177
-// ms at batch 8 (docs/performance.md). Channels-last stays where blocks do not fit: channel
-// counts that are not multiples of 16 (the 3-channel stem), grouped and depthwise
-// convolutions (slower blocked) and the pools.
+// ms at batch 8 (docs/performance.md). Channels-last stays where blocks do not fit or do not
+// pay: channel counts that are not multiples of 16 (the 3-channel stem), grouped and depthwise
+// convolutions, spatial kernels that do not run as Winograd (see blocked_flops) and the pools.
 //
 // The blocked layout is an ordinary tensor, as NHWC is: [N, C/16, H, W, 16], channel c of
 // pixel (h, w) at [n, c / 16, h, w, c % 16]. Rewritten: com.gearbox.NhwcConv (after
-// layout_nhwc) with group 1 and input and output channels that are known multiples of 16 ->
-// com.gearbox.Nchw16cConv (the same inputs and attributes; X, Z and Y blocked, W unchanged).
+// layout_nhwc) with group 1, input and output channels that are known multiples of 16, and a
+// 1x1 or Winograd-shaped 3x3 kernel -> com.gearbox.Nchw16cConv (the same inputs and
+// attributes; X, Z and Y blocked, W unchanged).
 // A value entering a region is converted by Reshape([0, 0, 0, C/16, 16]) + Transpose(0, 3, 1,
 // 2, 4); a value leaving it (read outside, or a graph output) by Transpose(0, 2, 3, 1, 4) +
 // Reshape([0, 0, 0, C]) back into the original value, so every other reader is unchanged.
-// A region is rewritten only when it has at least kNodesPerConversion nodes per conversion:
-// a conversion costs about what a layer gains (MobileNetV2's 1x1 pairs between depthwise
-// layers would pay more than they gain; ResNet-50 is one region with two conversions).
+// A region (convolutions connected through X or Z) is rewritten only when its convolutions
+// do at least kFlopsPerConvertedByte flops per byte its conversions copy, per image: a
+// conversion is a memory copy (~0.1 ns per byte here), and blocking saves some 5-10% of a
+// convolution's time (~0.01 ns per flop at ~100 GFLOP/s), which breaks even near 400.
+// ResNet-50 is one region at 1536 (eight conversions); MobileNetV2's regions, 1x1 pairs
+// between depthwise layers, reach 160 and stay channels-last.
 #include <algorithm>
 #include <limits>
 #include <map>
