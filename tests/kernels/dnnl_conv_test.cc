@@ -355,6 +355,9 @@ TEST(DnnlConv, BlockedAgainstReference) {
   KernelCall m24 = make_call("Nchw16cConv", 1, {dnnl_random({1, 1, 5, 5, 16}, g), dnnl_random({24, 16, 1, 1}, g)});
   m24.domain = "com.gearbox";
   expect_dnnl_matches_ref(m24, 16, "24 output channels");
+  KernelCall wc = make_call("Nchw16cConv", 1, {dnnl_random({1, 2, 5, 5, 16}, g), dnnl_random({16, 16, 1, 1}, g)});
+  wc.domain = "com.gearbox";
+  expect_dnnl_matches_ref(wc, 16, "W for 16 channels, X with 32");
 }
 
 TEST(DnnlConv, UnhandledConfigurationsRunTheReference) {
