@@ -18,6 +18,9 @@ namespace {
 struct PassEntry {
   PassInfo info;
   passes::PassFn fn;
+  // Runs only when the session's engines prefer cpu.dnnl: the layouts such a pass writes
+  // pay only on oneDNN (the reference kernels rearrange in and out).
+  bool dnnl_only = false;
 };
 
 const std::vector<PassEntry>& pipeline() {
@@ -45,11 +48,11 @@ const std::vector<PassEntry>& pipeline() {
       {{"conv_fusion", "Conv (+residual Add)(+activation) -> com.gearbox.FusedConv"}, passes::fuse_conv},
       {{"layout_nhwc", "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
         "Transposes at the boundaries (only when the engines prefer cpu.dnnl)"},
-       passes::layout_nhwc},
+       passes::layout_nhwc, true},
       {{"layout_blocked", "regions of channels-last convolutions with channel counts that are multiples of 16 -> "
         "com.gearbox.Nchw16cConv in oneDNN's blocked layout, with Reshape + Transpose at the boundaries (only when "
         "the engines prefer cpu.dnnl)"},
-       passes::layout_blocked},
+       passes::layout_blocked, true},
       {{"transpose_sinking", "move a Transpose down through element-wise ops (and Binary(Transpose, Transpose) -> "
         "Transpose(Binary)) when it then merges with the next Transpose"},
        passes::sink_transposes},
@@ -178,8 +181,7 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
       report.passes.push_back(r);
       continue;
     }
-    if ((p.info.name == "layout_nhwc" || p.info.name == "layout_blocked") && !engines_prefer_dnnl(options.engines)) {
-      // These layouts only pay on oneDNN; the reference kernels rearrange in and out.
+    if (p.dnnl_only && !engines_prefer_dnnl(options.engines)) {
       GBX_LOG_DEBUG("GRAPH_OPTIMIZER", "{}: skipped, engines '{}' do not prefer cpu.dnnl", r.name, options.engines);
       report.passes.push_back(r);
       continue;

@@ -6,8 +6,6 @@
 // blocked oneDNN kernels) and after a .gbm round trip.
 #include <gtest/gtest.h>
 
-#include "graph/gbm/gbm_reader.h"
-#include "graph/gbm/gbm_writer.h"
 #include "graph/pass_test_util.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
@@ -19,6 +17,7 @@ using testing::attr_ints;
 using testing::count_op;
 using testing::expect_same_outputs;
 using testing::expect_same_outputs_as_unoptimized;
+using testing::gbm_round_trip;
 using testing::GraphBuilder;
 using testing::only_passes;
 using testing::random_tensor;
@@ -174,13 +173,10 @@ TEST(LayoutBlockedPass, LeavesCheapRegionsAndUnblockableChannelsAlone) {
 TEST(LayoutBlockedPass, SurvivesAGbmRoundTrip) {
   Model m = winograd_chain();
   ASSERT_TRUE(optimize(m, layout_passes()).ok());
-  auto bytes = gbm::serialize(m, gbm::WriteOptions{});
-  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  auto loaded = gbm::read_bytes(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  EXPECT_EQ(count_op(*loaded->graph, "Nchw16cConv"), 3u);
-  expect_same_outputs_as_unoptimized(winograd_chain, std::move(loaded).value(), std::string(kEngineRef), feeds(),
-                                     1e-4f);
+  Model loaded;
+  ASSERT_NO_FATAL_FAILURE(gbm_round_trip(m, &loaded));
+  EXPECT_EQ(count_op(*loaded.graph, "Nchw16cConv"), 3u);
+  expect_same_outputs_as_unoptimized(winograd_chain, std::move(loaded), std::string(kEngineRef), feeds(), 1e-4f);
 }
 
 }  // namespace

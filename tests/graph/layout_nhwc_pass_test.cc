@@ -5,8 +5,6 @@
 // trip.
 #include <gtest/gtest.h>
 
-#include "graph/gbm/gbm_reader.h"
-#include "graph/gbm/gbm_writer.h"
 #include "graph/pass_test_util.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
@@ -18,6 +16,7 @@ using testing::attr_ints;
 using testing::count_op;
 using testing::expect_same_outputs;
 using testing::expect_same_outputs_as_unoptimized;
+using testing::gbm_round_trip;
 using testing::GraphBuilder;
 using testing::only_passes;
 using testing::random_tensor;
@@ -196,12 +195,10 @@ TEST(LayoutNhwcPass, SurvivesAGbmRoundTrip) {
   Model m = resnet_like();
   auto rep = optimize(m, fusion_and_layout());
   ASSERT_TRUE(rep.ok());
-  auto bytes = gbm::serialize(m, gbm::WriteOptions{});
-  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
-  auto loaded = gbm::read_bytes(bytes->data(), bytes->size());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-  EXPECT_EQ(count_op(*loaded->graph, "NhwcConv"), 3u);
-  expect_same_outputs_as_unoptimized(resnet_like, std::move(loaded).value(), std::string(kEngineRef), feeds(), 1e-5f);
+  Model loaded;
+  ASSERT_NO_FATAL_FAILURE(gbm_round_trip(m, &loaded));
+  EXPECT_EQ(count_op(*loaded.graph, "NhwcConv"), 3u);
+  expect_same_outputs_as_unoptimized(resnet_like, std::move(loaded), std::string(kEngineRef), feeds(), 1e-5f);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/gbm/gbm_reader.h"
+#include "graph/gbm/gbm_writer.h"
 #include "graph/ir.h"
 #include "graph/optimizer.h"
 #include "kernels/kernel.h"
@@ -119,6 +121,15 @@ inline OptimizerOptions only_passes(const std::vector<std::string>& names) {
   for (const auto& p : optimizer_passes())
     if (std::find(names.begin(), names.end(), p.name) == names.end()) o.disabled_passes.push_back(p.name);
   return o;
+}
+
+// `m` written as a .gbm (what `gearbox compile` writes) and read back into *out.
+inline void gbm_round_trip(const Model& m, Model* out) {
+  auto bytes = gbm::serialize(m, gbm::WriteOptions{});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto loaded = gbm::read_bytes(bytes->data(), bytes->size());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  *out = std::move(loaded).value();
 }
 
 // Runs a model built by `build` with no pass on cpu.ref, and `optimized` (already optimized:

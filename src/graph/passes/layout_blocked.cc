@@ -75,13 +75,6 @@ double blocked_flops(const Node& n) {
   return 2.0 * static_cast<double>(oh.value * ow.value * m * c * kh * kw);
 }
 
-// X, and the residual Z when there is one (it has Y's shape: layout_nhwc checked).
-std::vector<Value*> activation_inputs(const Node* n) {
-  std::vector<Value*> v{n->inputs[0]};
-  if (n->inputs.size() > 3 && n->inputs[3]) v.push_back(n->inputs[3]);
-  return v;
-}
-
 // [N, H, W, C] -> [N, H, W, C/16, 16] (split) or [N, C/16, H, W, 16] (blocked).
 Shape split_shape(const Shape& s) {
   const auto& d = s.dims;

@@ -86,11 +86,6 @@ Result<int> layout_nhwc(Graph& g, const PassContext&) {
     regions.parent[n.get()] = n.get();
   }
   // Activation inputs (X, and FusedConv's residual Z) join regions.
-  auto activation_inputs = [](const Node* n) {
-    std::vector<Value*> v{n->inputs[0]};
-    if (n->inputs.size() > 3 && n->inputs[3]) v.push_back(n->inputs[3]);
-    return v;
-  };
   for (auto& [n, op] : target)
     for (Value* in : activation_inputs(n))
       if (Node* p = idx.producer(in); p && target.count(p)) regions.join(n, p);

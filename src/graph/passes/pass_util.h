@@ -67,6 +67,14 @@ bool const_near(const Value* v, double want, double rel_tol = 1e-4);
 // The tensor value type's static dims when fully known.
 std::optional<Dims> static_dims(const Value* v);
 
+// The inputs the layout passes convert between layouts: X, and a convolution's residual Z
+// (input 3) when it has one; never W or B.
+inline std::vector<Value*> activation_inputs(const Node* n) {
+  std::vector<Value*> v{n->inputs[0]};
+  if (n->inputs.size() > 3 && n->inputs[3]) v.push_back(n->inputs[3]);
+  return v;
+}
+
 // Union-find over nodes: the connected regions the layout passes rewrite as a whole. A node
 // joins with parent[n] = n.
 struct Regions {

@@ -28,7 +28,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -136,18 +135,16 @@ Result<Tensor> subsample_nhwc(const Tensor& x, int64_t sh, int64_t sw, int64_t o
 enum class Layout { Nchw, Nhwc, Nchw16c };
 constexpr int64_t kBlock = 16;
 
-// X's dims in NCHW order (as oneDNN describes every layout), or none when X does not have
-// the layout's form.
-std::optional<Dims> logical_dims(const Tensor& x, Layout layout) {
-  switch (layout) {
-    case Layout::Nchw: return x.rank() == 4 ? std::optional<Dims>(x.dims()) : std::nullopt;
-    case Layout::Nhwc:
-      return x.rank() == 4 ? std::optional<Dims>(Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)}) : std::nullopt;
-    case Layout::Nchw16c:
-      if (x.rank() != 5 || x.dim(4) != kBlock) return std::nullopt;
-      return Dims{x.dim(0), x.dim(1) * kBlock, x.dim(2), x.dim(3)};
-  }
-  return std::nullopt;
+// True when X has the layout's form: rank 4, or rank 5 with blocks of 16.
+bool has_form(const Tensor& x, Layout layout) {
+  return layout == Layout::Nchw16c ? x.rank() == 5 && x.dim(4) == kBlock : x.rank() == 4;
+}
+
+// X's dims in NCHW order (as oneDNN describes every layout); X has the layout's form.
+Dims logical_dims(const Tensor& x, Layout layout) {
+  if (layout == Layout::Nhwc) return {x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
+  if (layout == Layout::Nchw16c) return {x.dim(0), x.dim(1) * kBlock, x.dim(2), x.dim(3)};
+  return x.dims();
 }
 
 // The stored dims of an NCHW-ordered `l` in the layout (m % 16 == 0 for Nchw16c).
@@ -181,8 +178,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
     return run_ref(ctx);
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  const std::optional<Dims> x_logical = logical_dims(x, layout);
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || !x_logical || w.rank() != 4 || x.numel() == 0)
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || !has_form(x, layout) || w.rank() != 4 || x.numel() == 0)
     return run_ref(ctx);
   // B and Z when they are tensors (the checks below hand any other value to the reference).
   const Tensor* b_in = ctx.has_input(2) && ctx.input_value(2).is_tensor() ? &ctx.input(2) : nullptr;
@@ -207,7 +203,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
     }
   }
   const int64_t group = ctx.attr_int("group", 1);
-  Dims xl = *x_logical;
+  Dims xl = logical_dims(x, layout);
   const int64_t n = xl[0], c = xl[1], m = w.dim(0);
   if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
   if (layout == Layout::Nchw16c && m % kBlock != 0) return run_ref(ctx);  // its error

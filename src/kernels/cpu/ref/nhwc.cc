@@ -12,55 +12,42 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/ref/shape_util.h"
 #include "kernels/kernel.h"
 
 namespace gearbox::ref {
 namespace {
 
-// [N, A, B, C] -> [N, C, A, B] when to_nchw, else [N, A, B, C] seen as NCHW -> [N, B, C, A].
-Tensor permute4(const Tensor& x, bool to_nchw) {
-  const int64_t n = x.dim(0), d1 = x.dim(1), d2 = x.dim(2), d3 = x.dim(3);
-  Tensor y(DType::F32, to_nchw ? Dims{n, d3, d1, d2} : Dims{n, d2, d3, d1});
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
-  const int64_t plane = d1 * d2 * d3;
-#pragma omp parallel for schedule(static) if (n * plane > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float* xi = xp + i * plane;
-    float* yi = yp + i * plane;
-    if (to_nchw) {  // x is N,H,W,C (d1=H, d2=W, d3=C)
-      for (int64_t h = 0; h < d1; ++h)
-        for (int64_t w = 0; w < d2; ++w)
-          for (int64_t c = 0; c < d3; ++c) yi[(c * d1 + h) * d2 + w] = xi[(h * d2 + w) * d3 + c];
-    } else {  // x is N,C,H,W (d1=C, d2=H, d3=W)
-      for (int64_t c = 0; c < d1; ++c)
-        for (int64_t h = 0; h < d2; ++h)
-          for (int64_t w = 0; w < d3; ++w) yi[(h * d3 + w) * d1 + c] = xi[(c * d2 + h) * d3 + w];
-    }
-  }
-  return y;
-}
-
+enum class Layout { Nhwc, Nchw16c };
 constexpr int64_t kBlock = 16;
 
-// [N, C/16, H, W, 16] -> [N, C, H, W] when to_nchw, else the reverse (C a multiple of 16).
-Tensor reblock16(const Tensor& x, bool to_nchw) {
-  const int64_t n = x.dim(0), cb = to_nchw ? x.dim(1) : x.dim(1) / kBlock, hw = x.dim(2) * x.dim(3);
-  Tensor y(DType::F32, to_nchw ? Dims{n, cb * kBlock, x.dim(2), x.dim(3)} : Dims{n, cb, x.dim(2), x.dim(3), kBlock});
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
-#pragma omp parallel for schedule(static) if (x.numel() > 65536)
-  for (int64_t i = 0; i < n * cb; ++i)  // one 16-channel block of one image: hw x 16 floats either way
-    for (int64_t p = 0; p < hw; ++p)
-      for (int64_t c = 0; c < kBlock; ++c) {
-        const int64_t planar = (i * kBlock + c) * hw + p, blocked = (i * hw + p) * kBlock + c;
-        if (to_nchw) yp[planar] = xp[blocked];
-        else yp[blocked] = xp[planar];
-      }
+// x, stored in `layout`, as an NCHW tensor.
+Tensor to_nchw(const Tensor& x, Layout layout) {
+  if (layout == Layout::Nhwc) {  // [N, H, W, C]
+    const int64_t h = x.dim(1), w = x.dim(2), c = x.dim(3);
+    Tensor y(DType::F32, {x.dim(0), c, h, w});
+    strided_copy(x, 0, y.dims(), {h * w * c, 1, w * c, c}, y);
+    return y;
+  }
+  // [N, C/16, H, W, 16], read in NCHW order: image, block, lane, row, column.
+  const int64_t cb = x.dim(1), h = x.dim(2), w = x.dim(3);
+  Tensor y(DType::F32, {x.dim(0), cb * kBlock, h, w});
+  strided_copy(x, 0, {x.dim(0), cb, kBlock, h, w}, {cb * h * w * kBlock, h * w * kBlock, 1, w * kBlock, kBlock}, y);
   return y;
 }
 
-enum class Layout { Nhwc, Nchw16c };
+// An NCHW y stored in `layout` (its channels a multiple of 16 for Nchw16c).
+Tensor from_nchw(const Tensor& y, Layout layout) {
+  const int64_t n = y.dim(0), c = y.dim(1), h = y.dim(2), w = y.dim(3);
+  if (layout == Layout::Nhwc) {
+    Tensor out(DType::F32, {n, h, w, c});
+    strided_copy(y, 0, out.dims(), {c * h * w, w, 1, h * w}, out);
+    return out;
+  }
+  Tensor out(DType::F32, {n, c / kBlock, h, w, kBlock});
+  strided_copy(y, 0, out.dims(), {c * h * w, kBlock * h * w, w, 1, h * w}, out);
+  return out;
+}
 
 // Runs the reference kernel of (domain, op) on the NCHW form of activation inputs `acts`,
 // stored in `layout`.
@@ -85,8 +72,7 @@ Status run_nchw(KernelContext& ctx, std::string_view domain, std::string_view op
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) continue;
     const bool act = std::find(acts.begin(), acts.end(), i) != acts.end();
-    values[i] = !act ? ctx.input_value(i)
-                : RuntimeValue(blocked ? reblock16(ctx.input(i), true) : permute4(ctx.input(i), true));
+    values[i] = act ? RuntimeValue(to_nchw(ctx.input(i), layout)) : ctx.input_value(i);
     ptrs[i] = &values[i];
     constant[i] = ctx.input_is_constant(i);
   }
@@ -103,7 +89,7 @@ Status run_nchw(KernelContext& ctx, std::string_view domain, std::string_view op
   if (blocked && y.dim(1) % kBlock != 0)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, op, " has ", y.dim(1),
                      " output channels: the blocked layout [N, C/16, H, W, 16] needs a multiple of 16");
-  ctx.set_output(0, blocked ? reblock16(y, false) : permute4(y, false));
+  ctx.set_output(0, from_nchw(y, layout));
   return Status::OK();
 }
 
