@@ -26,9 +26,11 @@ double tail_product(const Tensor& t, size_t from) {
 
 OpKind op_kind(std::string_view op) {
   if (size_t dot = op.rfind('.'); dot != std::string_view::npos) op = op.substr(dot + 1);  // drop the domain
-  // NhwcConv (the layout pass's channels-last FusedConv) keeps OIHW weights, and the output's
-  // element count does not depend on its layout, so it counts like Conv.
-  if (op == "Conv" || op == "ConvInteger" || op == "FusedConv" || op == "NhwcConv" || op == "QLinearConv")
+  // NhwcConv and Nchw16cConv (the layout passes' channels-last and blocked FusedConv) keep
+  // OIHW weights, and the output's element count does not depend on its layout, so they count
+  // like Conv.
+  if (op == "Conv" || op == "ConvInteger" || op == "FusedConv" || op == "NhwcConv" || op == "Nchw16cConv" ||
+      op == "QLinearConv")
     return OpKind::Conv;
   if (op == "ConvTranspose") return OpKind::ConvTranspose;
   if (op == "MatMul" || op == "MatMulInteger" || op == "FusedMatMul" || op == "QLinearMatMul") return OpKind::MatMul;

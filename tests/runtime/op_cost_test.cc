@@ -1,6 +1,6 @@
 // FLOP counts the profiler records (runtime/op_cost.h), checked against hand-computed values
 // for the forms a convolution takes after the optimizer: plain Conv, com.gearbox.FusedConv and
-// the layout pass's channels-last com.gearbox.NhwcConv.
+// the layout passes' channels-last com.gearbox.NhwcConv and blocked com.gearbox.Nchw16cConv.
 #include <gtest/gtest.h>
 
 #include "graph/pass_test_util.h"
@@ -63,6 +63,37 @@ TEST(OpCost, ConvFlopsInEveryFormTheOptimizerLeaves) {
   expect_conv_flops("cpu.ref", {"com.gearbox.FusedConv", "Conv"});
   // cpu.dnnl first: the layout pass rewrites the region to channels-last.
   expect_conv_flops("cpu.dnnl,cpu.ref", {"com.gearbox.NhwcConv", "com.gearbox.NhwcConv"});
+}
+
+// Three 3x3 convolutions of 128 channels at 14x14 (Winograd-shaped, enough work per converted
+// byte): with cpu.dnnl first the blocked layout pass makes them Nchw16cConv, whose tensors are
+// [N, C/16, H, W, 16] and whose FLOPs must still be 2 * N*M*OH*OW * C*KH*KW.
+TEST(OpCost, BlockedConvFlops) {
+  GraphBuilder b;
+  Value* v = b.input("x", DType::F32, {1, 128, 14, 14});
+  for (uint32_t i = 0; i < 3; ++i) {
+    v = b.op("Conv", {v, b.constant("w" + std::to_string(i), random_tensor({128, 128, 3, 3}, i, -0.05f, 0.05f))},
+             {{"pads", attr_ints({1, 1, 1, 1})}});
+    v->type.dtype = DType::F32;
+    v->type.shape = Shape::from_dims({1, 128, 14, 14});
+  }
+  b.output(v);
+  SessionOptions o;
+  o.engine = "cpu.dnnl,cpu.ref";
+  o.optimizer.use_env = false;
+  auto s = Session::create(b.take(), o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Profiler prof;
+  auto r = (*s)->run({{"x", random_tensor({1, 128, 14, 14}, 9)}}, &prof);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  int blocked = 0;
+  for (const OpRecord& rec : prof.ops()) {
+    if (rec.op_type != "com.gearbox.Nchw16cConv") continue;
+    ++blocked;
+    EXPECT_EQ(op_kind(rec.op_type), OpKind::Conv);
+    EXPECT_DOUBLE_EQ(rec.flops, 2.0 * (128 * 14 * 14) * (128 * 3 * 3));
+  }
+  EXPECT_EQ(blocked, 3);
 }
 
 TEST(OpCost, OpKindIgnoresTheDomain) {
