@@ -9,8 +9,9 @@ PKGS=(
   cmake ninja-build g++ make pkg-config
   # ONNX import
   libonnx-dev libprotobuf-dev protobuf-compiler
-  # kernels
-  libdnnl-dev libhwy-dev
+  # kernels (libomp-dev: LLVM's OpenMP runtime, which serves oneDNN's and gearbox's parallel
+  # regions in place of libgomp; CMakeLists.txt GEARBOX_OPENMP_RUNTIME)
+  libdnnl-dev libhwy-dev libomp-dev
   # compiled-model format
   libflatbuffers-dev flatbuffers-compiler
   # utilities

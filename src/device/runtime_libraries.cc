@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "device/openmp.h"
+
 #if __has_include(<oneapi/dnnl/dnnl_version.h>)
 #include <oneapi/dnnl/dnnl_types.h>
 #include <oneapi/dnnl/dnnl_version.h>
@@ -108,10 +110,33 @@ LibraryVersion onednn() {
   return v;
 }
 
+// The runtime serving OpenMP's calls against the one linked at build time: a process can load
+// both libgomp (oneDNN's) and libomp, and the first in the dynamic linker's lookup serves all.
+LibraryVersion openmp() {
+  LibraryVersion v;
+  v.name = "OpenMP";
+  const OpenMpRuntime rt = openmp_runtime();
+  v.build_path = openmp_build_library();
+  v.build_version = v.build_path.empty() ? "" : std::filesystem::path(v.build_path).filename().string();
+  v.runtime_path = rt.path;
+  v.loaded = !rt.path.empty();
+  v.runtime_version = v.loaded ? std::filesystem::path(rt.path).filename().string() : "";
+  if (!v.loaded) {
+    v.note = "no OpenMP runtime is loaded";
+    return v;
+  }
+  v.match = v.build_path.empty() || v.build_path == v.runtime_path;
+  v.note = v.match ? "every parallel region (gearbox's and oneDNN's) runs on " + rt.library
+                   : "parallel regions run on " + rt.library + ", not on the runtime linked at build time";
+  if (rt.llvm) v.note += "; idle threads spin " + std::to_string(openmp_blocktime_ms()) + " ms (KMP_BLOCKTIME)";
+  return v;
+}
+
 }  // namespace
 
 std::vector<LibraryVersion> runtime_libraries() {
-  return {onednn(), linked("protobuf", "libprotobuf.so", GEARBOX_BUILD_PROTOBUF_VERSION, GEARBOX_BUILD_PROTOBUF_LIB),
+  return {onednn(), openmp(),
+          linked("protobuf", "libprotobuf.so", GEARBOX_BUILD_PROTOBUF_VERSION, GEARBOX_BUILD_PROTOBUF_LIB),
           linked("onnx", "libonnx.so", GEARBOX_BUILD_ONNX_VERSION, GEARBOX_BUILD_ONNX_LIB)};
 }
 

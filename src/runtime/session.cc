@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "device/memory_pool.h"
+#include "device/openmp.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
@@ -92,6 +93,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
 }
 
 Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options, bool compiled) {
+  device::configure_openmp();  // before this process's first OpenMP call, which may be the next line
   const int threads = resolve_threads(options.threads);
   if (threads > 0) omp_set_num_threads(threads);
   std::unique_ptr<Session> s(new Session());

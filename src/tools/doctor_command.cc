@@ -126,6 +126,13 @@ std::vector<Check> check_libraries() {
     if (l.name == "oneDNN" && !l.loaded) {
       out.push_back({"WARN", name, "built against " + build + "; " + l.note,
                      "Install oneDNN (scripts/install-deps.sh installs libdnnl-dev) so the oneDNN engine can load"});
+    } else if (l.name == "OpenMP" && !l.match) {
+      // Still correct, only slower: another runtime came first in the dynamic linker's lookup.
+      out.push_back({"WARN", name,
+                     "built against " + build + " (" + l.build_path + "), running with " + l.runtime_version + " (" +
+                         l.runtime_path + "); " + l.note,
+                     "Do not LD_PRELOAD another OpenMP runtime; a program embedding libgearbox should link libomp "
+                     "(-lomp) before libgomp, or build gearbox with -DGEARBOX_OPENMP_RUNTIME=gnu"});
     } else if (!l.match) {
       out.push_back({"FAIL", name,
                      "built against " + build + " (" + l.build_path + "), running with " + l.runtime_version + " (" +

@@ -1,9 +1,11 @@
 // gearbox: the command-line front end of the stack. Subcommands live in *_command.cc.
 #include <iostream>
 
+#include "device/openmp.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  gearbox::device::configure_openmp();  // before any command's first OpenMP call
   CLI::App app{"gearbox: compile, run and diagnose deep-learning models on the hardware you have"};
   app.require_subcommand(1);
   std::function<int()> action;

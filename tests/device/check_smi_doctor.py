@@ -8,7 +8,7 @@ pool and system-memory figures agree with each other and with /proc/meminfo), th
 emits one JSON document per refresh, that --calibrate fills and caches the peaks, and that
 doctor prints PASS/WARN/FAIL lines with fixes and FAILs for a simulated missing ISA
 feature, for a model (.onnx metadata or .gbm) compiled for a missing one, and for broken
-settings.
+settings; and which OpenMP runtime serves the parallel regions, with its spin time.
 """
 import json
 import os
@@ -32,7 +32,7 @@ def check(cond, what):
 def run(args, env_extra=None, expect_rc=None):
     env = dict(os.environ)
     for k in list(env):
-        if k.startswith("GEARBOX_") or k.startswith("OMP_"):
+        if k.startswith(("GEARBOX_", "OMP_", "KMP_")):
             del env[k]
     env["XDG_CACHE_HOME"] = os.path.join(WORK, "cache")
     env.update(env_extra or {})
@@ -120,6 +120,21 @@ for name in ["device", "cpu.build_isa", "cpu.vector_isa", "library.oneDNN", "lib
     check(name in checks, f"doctor: check {name}")
 check(checks["cpu.build_isa"]["status"] == "PASS", "doctor: build ISA passes on the build machine")
 check(checks["library.protobuf"]["status"] == "PASS", "doctor: protobuf loaded is the one linked")
+
+# OpenMP: parallel regions run on the runtime gearbox was linked with (libomp in the default
+# build, src/device/openmp.h), whose idle threads spin gearbox's 5 ms unless KMP_BLOCKTIME says
+# otherwise; a libgomp loaded ahead of it (LD_PRELOAD) still runs everything, and is a WARN.
+omp = checks["library.OpenMP"]
+check(omp["status"] == "PASS", f"doctor: OpenMP runtime is the one linked: {omp}")
+if "built against libomp" in omp["detail"]:
+    check("runs on libomp" in omp["detail"] and "spin 5 ms" in omp["detail"], f"doctor: libomp, 5 ms default: {omp}")
+    omp = doctor(env={"KMP_BLOCKTIME": "40"}, rc=0)["library.OpenMP"]
+    check("spin 40 ms" in omp["detail"], f"doctor: the user's KMP_BLOCKTIME wins: {omp}")
+    gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+    if os.path.exists(gomp):
+        omp = doctor(env={"LD_PRELOAD": gomp}, rc=0)["library.OpenMP"]
+        check(omp["status"] == "WARN" and "libgomp" in omp["detail"] and omp["fix"],
+              f"doctor: WARN when libgomp is loaded first: {omp}")
 
 checks = doctor(env={"GEARBOX_SIMULATE_MISSING_ISA": "sse2"}, rc=1)
 check(checks["cpu.build_isa"]["status"] == "FAIL" and "sse2" in checks["cpu.build_isa"]["detail"],
