@@ -61,11 +61,16 @@ void primitive_cache_put(const std::string& key, std::shared_ptr<void> value) {
 
 std::string key_float(float v) { return fmt::format("{}", v); }
 
-Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder) {
+Result<void*> pooled_buffer(const dnnl::memory::desc& md, Tensor* holder) {
   const size_t bytes = md.get_size();
-  if (bytes == 0) return dnnl::memory(md, cpu_engine(), nullptr);
+  if (bytes == 0) return static_cast<void*>(nullptr);
   GBX_ASSIGN_OR_RETURN(*holder, Tensor::allocate_uninitialized(DType::U8, {static_cast<int64_t>(bytes)}));
-  return dnnl::memory(md, cpu_engine(), holder->mutable_raw());
+  return holder->mutable_raw();
+}
+
+Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder) {
+  GBX_ASSIGN_OR_RETURN(void* data, pooled_buffer(md, holder));
+  return dnnl::memory(md, cpu_engine(), data);
 }
 
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
@@ -73,33 +78,69 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
   return execute_conv_like(prim, io, x, reordered_weights(w, io.wei_plain, io.wei_md, w_constant), b, z, z_in_y, y);
 }
 
+// A set belongs to one primitive, whose arguments keep their descriptors: only the buffer changes.
+void ExecArgs::Lease::bind(int arg, const dnnl::memory::desc& md, const void* data) {
+  auto it = map_->find(arg);
+  if (it == map_->end()) {
+    map_->emplace(arg, dnnl::memory(md, cpu_engine(), const_cast<void*>(data)));
+    return;
+  }
+  it->second.set_data_handle(const_cast<void*>(data));
+}
+
+ExecArgs::Lease ExecArgs::lease() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<Map> map = std::move(free_.back());
+      free_.pop_back();
+      return Lease(this, std::move(map));
+    }
+  }
+  return Lease(this, std::make_unique<Map>());
+}
+
+void ExecArgs::give_back(std::unique_ptr<Map> map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(map));
+}
+
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const dnnl::memory& wei,
                          const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y) {
   using dnnl::memory;
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = thread_stream();
-  Tensor src_buf, dst_buf, scratch_buf;  // pooled_memory's buffers, alive until the run ends
-  memory src(io.src_plain, eng, const_cast<void*>(x.raw()));
+  Tensor src_buf, dst_buf, scratch_buf;  // pooled buffers, alive until the run ends
+  // The layouts the tensors already have need no reorder (the layout passes' NHWC and
+  // blocked convolutions); the others go through pooled temporaries.
+  const void* src = x.raw();
   if (io.src_md != io.src_plain) {
     GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(io.src_md, &src_buf));
-    dnnl::reorder(src, blocked).execute(s, src, blocked);
-    src = blocked;
+    memory plain(io.src_plain, eng, const_cast<void*>(x.raw()));
+    dnnl::reorder(plain, blocked).execute(s, plain, blocked);
+    src = src_buf.raw();
   }
-  memory y_plain(io.dst_plain, eng, y.mutable_raw());
-  memory dst = y_plain;
+  void* dst = y.mutable_raw();
   if (io.dst_md != io.dst_plain) {
-    GBX_ASSIGN_OR_RETURN(dst, pooled_memory(io.dst_md, &dst_buf));
+    GBX_ASSIGN_OR_RETURN(dst, pooled_buffer(io.dst_md, &dst_buf));
   }
   if (z && !z_in_y) {
-    memory zm(io.dst_plain, eng, const_cast<void*>(z->raw()));
-    dnnl::reorder(zm, dst).execute(s, zm, dst);
+    memory zm(io.dst_plain, eng, const_cast<void*>(z->raw())), dm(io.dst_md, eng, dst);
+    dnnl::reorder(zm, dm).execute(s, zm, dm);
   }
-  GBX_ASSIGN_OR_RETURN(memory scratch, pooled_memory(io.scratch_md, &scratch_buf));
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}};
-  if (b) args.emplace(DNNL_ARG_BIAS, memory(io.bias_plain, eng, const_cast<void*>(b->raw())));
-  prim.execute(s, args);
-  if (dst != y_plain) dnnl::reorder(dst, y_plain).execute(s, dst, y_plain);
+  GBX_ASSIGN_OR_RETURN(void* scratch, pooled_buffer(io.scratch_md, &scratch_buf));
+  ExecArgs::Lease args = io.exec_args.lease();
+  args.bind(DNNL_ARG_SRC, io.src_md, src);
+  args.set(DNNL_ARG_WEIGHTS, wei);
+  args.bind(DNNL_ARG_DST, io.dst_md, dst);
+  args.bind(DNNL_ARG_SCRATCHPAD, io.scratch_md, scratch);
+  if (b) args.bind(DNNL_ARG_BIAS, io.bias_plain, b->raw());
+  prim.execute(s, args.args());
+  args.set(DNNL_ARG_WEIGHTS, memory());  // the set must not keep a run-time weight's buffer alive
+  if (io.dst_md != io.dst_plain) {
+    memory dm(io.dst_md, eng, dst), plain(io.dst_plain, eng, y.mutable_raw());
+    dnnl::reorder(dm, plain).execute(s, dm, plain);
+  }
   s.wait();
   return Status::OK();
 }

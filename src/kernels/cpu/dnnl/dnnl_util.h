@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -71,12 +74,53 @@ size_t weight_cache_size();
 // the plan's recycled buffer pool, so a run costs no malloc and no fresh page faults (oneDNN's
 // own allocation would mmap a large scratchpad anew on every run). Size 0: no buffer.
 Result<dnnl::memory> pooled_memory(const dnnl::memory::desc& md, Tensor* holder);
+// The same buffer without the memory object (for ExecArgs::Lease::bind); null for size 0.
+Result<void*> pooled_buffer(const dnnl::memory::desc& md, Tensor* holder);
+
+// The dnnl::memory arguments of one execution of a primitive, kept for the next execution:
+// creating and destroying a dnnl::memory costs ~0.36 us (oneDNN allocates its objects with
+// posix_memalign, which bypasses malloc's thread cache), re-pointing one with set_data_handle
+// ~26 ns, and a convolution takes four or five. Each execution leases a set of its own (so
+// concurrent runs of one primitive never share one) and returns it when the lease ends.
+class ExecArgs {
+ public:
+  using Map = std::unordered_map<int, dnnl::memory>;
+  class Lease {
+   public:
+    Lease(ExecArgs* owner, std::unique_ptr<Map> map) : owner_(owner), map_(std::move(map)) {}
+    Lease(Lease&&) = default;
+    ~Lease() {
+      if (map_) owner_->give_back(std::move(map_));
+    }
+    // The argument `arg` as a memory of `md` over `data` (oneDNN reads the buffer only
+    // where the primitive says so; the const_cast is oneDNN's void* interface).
+    void bind(int arg, const dnnl::memory::desc& md, const void* data);
+    void set(int arg, const dnnl::memory& m) { (*map_)[arg] = m; }
+    const Map& args() const { return *map_; }
+
+   private:
+    ExecArgs* owner_;
+    std::unique_ptr<Map> map_;
+  };
+
+  ExecArgs() = default;
+  ExecArgs(const ExecArgs&) {}  // a copy starts with no sets of its own
+  ExecArgs& operator=(const ExecArgs&) { return *this; }
+  Lease lease();
+
+ private:
+  void give_back(std::unique_ptr<Map> map);
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Map>> free_;
+};
 
 // The layouts of a convolution-like primitive (Conv, ConvTranspose): as the tensors lie
-// (plain: NCHW, NHWC, ONNX's weight order) and as the primitive wants them.
+// (plain: NCHW, NHWC, ONNX's weight order) and as the primitive wants them; and its execution
+// arguments, kept between runs.
 struct ConvLayouts {
   dnnl::memory::desc src_plain, wei_plain, dst_plain, bias_plain;
   dnnl::memory::desc src_md, wei_md, dst_md, scratch_md;
+  mutable ExecArgs exec_args;
 };
 // Runs such a primitive into y: X reordered into the primitive's source layout where it
 // differs, W through reordered_weights (`w_constant`: cached), the optional bias, Z (the sum
