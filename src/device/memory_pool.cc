@@ -67,6 +67,10 @@ MemoryPool::~MemoryPool() {
   if (!live_.empty())
     GBX_LOG_WARN("MEM_ALLOC", "pool destroyed with {} live allocations ({})", live_.size(),
                  format_bytes(stats_.used));
+  // AddressSanitizer keeps a region's poison after munmap: whatever the kernel maps there
+  // next (libomp's registration page at exit did) would read as use-after-poison. Only
+  // blocks below poisoned_end_ were ever poisoned, so the shadow of the rest stays untouched.
+  GBX_UNPOISON(base_, poisoned_end_);
   if (mapping_) munmap(mapping_, mapping_bytes_);
 }
 
@@ -187,6 +191,7 @@ Status MemoryPool::release(void* p) {
   ++stats_.free_count;
   live_.erase(it);
   GBX_POISON(bp, min_block_ << order);
+  poisoned_end_ = std::max(poisoned_end_, offset + (min_block_ << order));
   // Merge with the buddy while it is free and the merged block stays inside the root.
   int root_order = root_order_at(offset);
   while (order < root_order) {

@@ -101,6 +101,7 @@ class MemoryPool {
   void* mapping_ = nullptr;
   size_t mapping_bytes_ = 0;
   size_t capacity_ = 0;
+  size_t poisoned_end_ = 0;  // end offset of the blocks ever poisoned (see ~MemoryPool)
   size_t min_block_ = 0;
   int min_shift_ = 0;
   std::vector<std::pair<size_t, int>> roots_;  // (offset, order), largest first
