@@ -115,10 +115,10 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
   // blocked convolutions); the others go through pooled temporaries.
   const void* src = x.raw();
   if (io.src_md != io.src_plain) {
-    GBX_ASSIGN_OR_RETURN(memory blocked, pooled_memory(io.src_md, &src_buf));
-    memory plain(io.src_plain, eng, const_cast<void*>(x.raw()));
-    dnnl::reorder(plain, blocked).execute(s, plain, blocked);
-    src = src_buf.raw();
+    GBX_ASSIGN_OR_RETURN(void* blocked, pooled_buffer(io.src_md, &src_buf));
+    memory pm(io.src_plain, eng, const_cast<void*>(x.raw())), bm(io.src_md, eng, blocked);
+    dnnl::reorder(pm, bm).execute(s, pm, bm);
+    src = blocked;
   }
   void* dst = y.mutable_raw();
   if (io.dst_md != io.dst_plain) {

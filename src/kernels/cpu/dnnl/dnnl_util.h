@@ -103,9 +103,6 @@ class ExecArgs {
     std::unique_ptr<Map> map_;
   };
 
-  ExecArgs() = default;
-  ExecArgs(const ExecArgs&) {}  // a copy starts with no sets of its own
-  ExecArgs& operator=(const ExecArgs&) { return *this; }
   Lease lease();
 
  private:
@@ -125,7 +122,8 @@ struct ConvLayouts {
 // Runs such a primitive into y: X reordered into the primitive's source layout where it
 // differs, W through reordered_weights (`w_constant`: cached), the optional bias, Z (the sum
 // post-op's addend; null: none) placed in the destination first unless `z_in_y` (y already
-// is Z's buffer), the result reordered out into y. Scratchpad and temporaries: pooled_memory.
+// is Z's buffer), the result reordered out into y. Scratchpad and temporaries: pooled_buffer;
+// the argument memory objects: io.exec_args.
 // oneDNN errors are thrown (dnnl::error), allocation errors returned.
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
                          bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
