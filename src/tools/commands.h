@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -25,5 +26,9 @@ void add_bench_command(CLI::App& app, std::function<int()>* action);
 
 // Prints the error (one-line form, then cause and fix) to stderr and returns 1.
 int report(const Status& status);
+
+// A catalogue entry as a user writes it: a number (3001), a printed code (E3001, GBX-E3001) or
+// a name (OP_UNSUPPORTED); nullptr when there is none. `gearbox explain` and gearbox.explain.
+const ErrorInfo* find_error_spec(std::string_view spec);
 
 }  // namespace gearbox::cli

@@ -5,6 +5,16 @@
 #include "tools/commands.h"
 
 namespace gearbox::cli {
+
+const ErrorInfo* find_error_spec(std::string_view spec) {
+  // A name first: stripping the "E" prefix from ENGINE_UNKNOWN would leave no name.
+  if (const ErrorInfo* e = find_error(spec)) return e;
+  for (std::string_view prefix : {"GBX-E", "GBX-", "E"})
+    if (spec.substr(0, prefix.size()) == prefix) spec.remove_prefix(prefix.size());
+  if (spec.empty() || spec.size() >= 9 || spec.find_first_not_of("0123456789") != std::string_view::npos) return nullptr;
+  return find_error(std::stoi(std::string(spec)));
+}
+
 namespace {
 
 struct ExplainOptions {
@@ -12,14 +22,6 @@ struct ExplainOptions {
   bool list = false;
   bool markdown = false;
 };
-
-const ErrorInfo* lookup(std::string code) {
-  for (const char* prefix : {"GBX-E", "GBX-", "E"})
-    if (code.rfind(prefix, 0) == 0) code = code.substr(std::string(prefix).size());
-  if (!code.empty() && code.find_first_not_of("0123456789") == std::string::npos && code.size() < 9)
-    return find_error(std::stoi(code));
-  return find_error(code);
-}
 
 void print_markdown() {
   size_t n = 0;
@@ -45,7 +47,7 @@ int explain(const ExplainOptions& o) {
     for (size_t i = 0; i < n; ++i) std::cout << "GBX-E" << all[i].code << "  " << all[i].name << "  " << all[i].summary << "\n";
     return 0;
   }
-  const ErrorInfo* e = lookup(o.code);
+  const ErrorInfo* e = find_error_spec(o.code);
   if (!e)
     return report(make_error(ErrorCode::UNKNOWN_ERROR_CODE, "'", o.code, "' is not a gearbox error code or name"));
   std::cout << "GBX-E" << e->code << " " << e->name << "\n  " << e->summary << "\n  likely cause: " << e->cause
