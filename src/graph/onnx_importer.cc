@@ -388,6 +388,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
     GBX_LOG_DEBUG("GRAPH", "{} took {:.1f} ms", what, std::chrono::duration<double, std::milli>(now - phase_start).count());
     phase_start = now;
   };
+  progress_begin(options.progress, "check");
   if (options.check_model) {
     try {
       if (!base_dir.empty() && uses_external_data(mp.graph()))
@@ -407,6 +408,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
     }
   }
   phase_done("onnx checker");
+  progress_begin(options.progress, "infer shapes");
   if (options.infer_shapes) {
     try {
       onnx::shape_inference::InferShapes(mp);
@@ -416,6 +418,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
     }
   }
   phase_done("onnx shape inference");
+  progress_begin(options.progress, "import");
   GraphImporter importer(model.opsets, base_dir);
   GBX_ASSIGN_OR_RETURN(model.graph, importer.import(mp.graph(), nullptr));
   phase_done("conversion to the IR");
@@ -433,6 +436,7 @@ bool parse_model(const std::string& bytes, onnx::ModelProto& mp) {
 }  // namespace
 
 Result<Model> import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options) {
+  progress_begin(options.progress, "read");
   if (bytes.empty()) return make_error(ErrorCode::FILE_EMPTY, "the model is empty (0 bytes)");
   onnx::ModelProto mp;
   if (!parse_model(bytes, mp))
@@ -442,6 +446,7 @@ Result<Model> import_onnx_bytes(const std::string& bytes, const std::string& bas
 }
 
 Result<Model> import_onnx_file(const std::string& path, const ImportOptions& options) {
+  progress_begin(options.progress, "read");
   GBX_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   onnx::ModelProto mp;
   if (!parse_model(bytes, mp))

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "graph/ir.h"
 #include "kernels/kernel.h"
@@ -18,6 +19,8 @@ namespace gearbox {
 struct ImportOptions {
   bool check_model = true;       // onnx::checker::check_model
   bool infer_shapes = true;      // onnx::shape_inference::InferShapes
+  // Told the phases: "read", "check", "infer shapes", "import" (gearbox compile shows them).
+  Progress* progress = nullptr;
 };
 
 // The ai.onnx opset range gearbox accepts.

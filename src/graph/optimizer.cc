@@ -172,7 +172,9 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
   passes::PassContext ctx;
   ctx.constant_fold_max_bytes = options.constant_fold_max_bytes;
   const auto t_start = std::chrono::steady_clock::now();
+  progress_begin(options.progress, "passes", pipeline().size());
   for (const auto& p : pipeline()) {
+    progress_advance(options.progress, report.passes.size());
     PassReport r;
     r.name = p.info.name;
     r.nodes_before = r.nodes_after = g.nodes.size();
@@ -204,7 +206,11 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
     if (n->domain == kGearboxDomain) model.opsets[std::string(kGearboxDomain)] = 1;
   report.nodes_after = g.nodes.size();
   report.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
-  if (options.plan_memory) report.memory = plan_memory(g, options.memory);
+  progress_advance(options.progress, report.passes.size());
+  if (options.plan_memory) {
+    progress_begin(options.progress, "plan");
+    report.memory = plan_memory(g, options.memory);
+  }
   if (!all_off)
     GBX_LOG_INFO("GRAPH_OPTIMIZER", "graph '{}': {} -> {} nodes in {:.1f} ms", g.name, report.nodes_before,
                  report.nodes_after, report.ms);

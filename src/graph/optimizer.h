@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "graph/ir.h"
 #include "graph/memory_plan.h"
@@ -39,6 +40,8 @@ struct OptimizerOptions {
   // comes first. Empty means the sessions' default list (runtime/session.h kDefaultEngines,
   // cpu.dnnl first), so `gearbox compile` writes the graph a default session would run.
   std::string engines;
+  // Told the phases "passes" (one unit per pass of the pipeline) and "plan" (gearbox compile).
+  Progress* progress = nullptr;
 };
 
 struct PassInfo {

@@ -1,6 +1,7 @@
 // `gearbox compile MODEL.onnx -o OUT.gbm`: imports and optimizes a model once and writes the
 // compiled model (.gbm, docs/gbm.md) that `gearbox run` and Session load without re-optimizing.
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "runtime/session.h"
 #include "tools/commands.h"
 #include "tools/engine_option.h"
+#include "tools/progress_display.h"
 
 namespace gearbox::cli {
 namespace {
@@ -28,6 +30,7 @@ struct CompileOptions {
   std::string target = "native";
   std::string report_path;
   std::vector<std::string> engines;         // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  bool quiet = false;                       // --quiet: no progress on stderr
 };
 
 // The report's "partition" object: the priority list, nodes per engine, the regions.
@@ -104,13 +107,21 @@ int compile(const CompileOptions& o) {
   // Syntax first, before paying for the import.
   auto overrides = parse_engine_overrides(o.engines);
   if (!overrides.ok()) return report(overrides.status());
-  auto model = import_onnx_file(o.model);
+  // Phases on stderr as they pass (a bar on a terminal): a large model takes minutes.
+  std::optional<ConsoleProgress> progress;
+  if (!o.quiet) progress.emplace("compile", ConsoleProgress::on_terminal());
+  Progress* shown = progress ? &*progress : nullptr;
+  ImportOptions io;
+  io.progress = shown;
+  auto model = import_onnx_file(o.model, io);
   if (!model.ok()) return report(model.status());
   if (Status s = apply_input_shapes(*model, o.input_shape, opts); !s.ok()) return report(s);
+  opts.progress = shown;
   auto rep = optimize(*model, opts);
   if (!rep.ok()) return report(rep.status());
   // Engines are chosen as a session would (SessionOptions::engine, else GEARBOX_ENGINES, else
   // the default list) and stored per node in the .gbm.
+  progress_begin(shown, "partition");
   auto part = partition(*model, split_list(resolve_engines("")), *overrides);
   if (!part.ok()) return report(part.status());
 
@@ -121,7 +132,9 @@ int compile(const CompileOptions& o) {
   if (o.target == "native") wo.required_isa = device::build_required_isa();
   wo.optimizer_report_json = rep->to_json();
   wo.memory = rep->memory;
+  wo.progress = shown;
   if (Status s = gbm::write_file(*model, o.output, wo); !s.ok()) return report(s);
+  if (progress) progress->finish();
 
   std::error_code ec;
   auto onnx_bytes = std::filesystem::file_size(o.model, ec);
@@ -156,6 +169,7 @@ void add_compile_command(CLI::App& app, std::function<int()>* action) {
   add_engine_option(sub, &o->engines);
   sub->add_option("--target", o->target, "native: require this build's CPU features; generic: require none");
   sub->add_option("--report", o->report_path, "Write the optimizer report and file sizes as JSON");
+  sub->add_flag("-q,--quiet", o->quiet, "Do not show the phases on stderr (a bar on a terminal, lines otherwise)");
   sub->callback([o, action] { *action = [o] { return compile(*o); }; });
 }
 

@@ -1,6 +1,7 @@
 // .gbm writer: graph -> FlatBuffers metadata + aligned weight blob + header with checksum.
 #include "graph/gbm/gbm_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -41,6 +42,11 @@ class Writer {
     // One value table for all graphs: the main graph's values first (as in format version 1),
     // then each subgraph's, depth first.
     number_values(g);
+    uint64_t weight_bytes = 0;
+    for (const Value* v : all_values_)
+      if (v->is_initializer && v->initializer.defined() && v->initializer.dtype() != DType::String)
+        weight_bytes += v->initializer.nbytes();
+    progress_begin(options_.progress, "pack weights", weight_bytes);
     std::vector<fbs::Offset<fb::Value>> values;
     for (const Value* v : all_values_) {
       GBX_ASSIGN_OR_RETURN(auto off, value(*v));
@@ -128,6 +134,8 @@ class Writer {
     size_t offset = (blob_.size() + kBlobAlignment - 1) / kBlobAlignment * kBlobAlignment;
     blob_.resize(offset + t.nbytes(), 0);
     if (t.nbytes()) std::memcpy(blob_.data() + offset, bytes, t.nbytes());
+    packed_bytes_ += t.nbytes();
+    progress_advance(options_.progress, packed_bytes_);
     return fb::CreateTensorData(b_, static_cast<int>(t.dtype()), d, offset, t.nbytes());
   }
 
@@ -206,6 +214,7 @@ class Writer {
   std::map<const Value*, int> index_;
   std::vector<const Value*> all_values_;
   std::vector<uint8_t> blob_;
+  uint64_t packed_bytes_ = 0;  // initializer bytes copied into blob_ so far
 };
 
 }  // namespace
@@ -217,9 +226,15 @@ Result<std::string> serialize(const Model& model, const WriteOptions& options) {
 
 Status write_file(const Model& model, const std::string& path, const WriteOptions& options) {
   GBX_ASSIGN_OR_RETURN(std::string bytes, serialize(model, options));
+  progress_begin(options.progress, "write", bytes.size());
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot open '", path, "' for writing");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  // In slices, so that a progress bar moves while a large model is written.
+  constexpr size_t kSlice = size_t(64) << 20;
+  for (size_t at = 0; at < bytes.size() && f; at += kSlice) {
+    f.write(bytes.data() + at, static_cast<std::streamsize>(std::min(kSlice, bytes.size() - at)));
+    progress_advance(options.progress, std::min(at + kSlice, bytes.size()));
+  }
   f.close();
   if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "writing '", path, "' failed");
   GBX_LOG_INFO("GBM", "wrote {} ({} bytes)", path, bytes.size());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/progress.h"
 #include "base/status.h"
 #include "graph/ir.h"
 #include "graph/memory_plan.h"
@@ -17,6 +18,9 @@ struct WriteOptions {
   std::string precision = "fp32";
   std::string optimizer_report_json;       // OptimizerReport::to_json() of the compile
   MemoryPlan memory;                        // the optimizer's memory plan
+  // Told the phases "pack weights" (bytes of initializers copied into the blob) and "write"
+  // (bytes written): gearbox compile shows them.
+  Progress* progress = nullptr;
 };
 
 // The file's bytes: every graph (subgraphs included), each node's engine, the weights.
