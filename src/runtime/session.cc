@@ -4,12 +4,14 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "base/logging.h"
 #include "base/strings.h"
 #include "device/memory_pool.h"
 #include "device/openmp.h"
+#include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
@@ -78,13 +80,28 @@ Result<std::unique_ptr<Session>> Session::load(const std::string& path, SessionO
   // running the passes again could change it, so the optimizer is off for it.
   if (gbm::is_gbm_file(path)) {
     GBX_ASSIGN_OR_RETURN(Model model, gbm::read_file(path));
-    options.optimizer.enabled = false;
-    options.optimizer.use_env = false;
-    return create(std::move(model), std::move(options), /*compiled=*/true);
+    return create_compiled(std::move(model), std::move(options));
   }
   ImportOptions io;
   io.check_model = options.check_model;
   GBX_ASSIGN_OR_RETURN(Model model, import_onnx_file(path, io));
+  return create(std::move(model), std::move(options));
+}
+
+Result<std::unique_ptr<Session>> Session::create_compiled(Model model, SessionOptions options) {
+  options.optimizer.enabled = false;
+  options.optimizer.use_env = false;
+  return create(std::move(model), std::move(options), /*compiled=*/true);
+}
+
+Result<std::unique_ptr<Session>> Session::load_bytes(const std::string& bytes, SessionOptions options) {
+  if (bytes.size() >= sizeof(gbm::kMagic) && std::memcmp(bytes.data(), gbm::kMagic, sizeof(gbm::kMagic)) == 0) {
+    GBX_ASSIGN_OR_RETURN(Model model, gbm::read_bytes(bytes.data(), bytes.size()));
+    return create_compiled(std::move(model), std::move(options));
+  }
+  ImportOptions io;
+  io.check_model = options.check_model;
+  GBX_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, /*base_dir=*/"", io));
   return create(std::move(model), std::move(options));
 }
 

@@ -73,6 +73,9 @@ class Session {
   ~Session();
   // Loads an .onnx model (later also .gbm).
   static Result<std::unique_ptr<Session>> load(const std::string& path, SessionOptions options = {});
+  // The same from a model's bytes in memory (.gbm by its magic bytes, else .onnx): the Python
+  // module's InferenceSession(bytes). An .onnx from memory cannot refer to external data.
+  static Result<std::unique_ptr<Session>> load_bytes(const std::string& bytes, SessionOptions options = {});
   // Wraps an already imported model.
   static Result<std::unique_ptr<Session>> create(Model model, SessionOptions options = {});
 
@@ -129,6 +132,8 @@ class Session {
   // `compiled`: the model comes from a .gbm; its nodes keep the engines they were compiled
   // for where this session can use them (runtime/partitioner.h).
   static Result<std::unique_ptr<Session>> create(Model model, SessionOptions options, bool compiled);
+  // A .gbm's model: the optimizer stays off, its graph was optimized when it was compiled.
+  static Result<std::unique_ptr<Session>> create_compiled(Model model, SessionOptions options);
 
   Model model_;
   SessionOptions options_;
