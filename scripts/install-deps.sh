@@ -24,6 +24,9 @@ PKGS=(
   libcpp-httplib-dev prometheus
   # profiler: tests/profile/check_render.py renders report.html in headless chromium
   chromium
+  # the Python module (src/python, python/gearbox): pybind11 binds it, python3-dev has Python.h,
+  # python3-pytest runs tests/python
+  pybind11-dev python3-dev python3-pytest
 )
 
 missing=()
