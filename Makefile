@@ -2,6 +2,8 @@
 #   make demo   install dependencies, build, run the built-in default job
 #   make test   install dependencies, build, run every test (unit, ONNX conformance,
 #               model parity against torch, bad input)
+#   make package  the .deb: CLI, library, headers, CMake and pkg-config files, Python module,
+#               docs and man page
 # plus `make test-asan`: the bad-input and unit tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer (.ci/run runs it too), and `make test-tsan`: the concurrency test
 # (8 threads x 50 runs on one Session) under ThreadSanitizer, which `make test` runs last.
@@ -11,7 +13,7 @@ TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-asan test-tsan clean profile-screenshot
+.PHONY: all deps build demo test test-asan test-tsan clean profile-screenshot package
 
 all: build
 
@@ -53,6 +55,10 @@ test-tsan: deps
 profile-screenshot: build
 	cd $(BUILD) && ctest --output-on-failure -R '^profile\.render$$'
 	@echo "screenshot: $(BUILD)/profile_report.png"
+
+# The .deb (CPack; CMakeLists.txt lists what goes in): $(BUILD)/package/gearbox_<version>_amd64.deb.
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

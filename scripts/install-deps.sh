@@ -27,6 +27,9 @@ PKGS=(
   # the Python module (src/python, python/gearbox): pybind11 binds it, python3-dev has Python.h,
   # python3-pytest runs tests/python
   pybind11-dev python3-dev python3-pytest
+  # packaging (make package): help2man writes the man page from --help; CPack's .deb takes its
+  # library dependencies from dpkg-shlibdeps (dpkg-dev), which needs file
+  help2man dpkg-dev file
 )
 
 missing=()

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Builds examples/ against the INSTALLED gearbox package and runs both programs.
+"""Builds examples/ against a gearbox package, the way a user would, and runs both programs.
 
-1. cmake --install BUILD_DIR --prefix WORK/prefix
-2. a separate CMake project (examples/) configured with CMAKE_PREFIX_PATH=WORK/prefix, so it
-   finds gearbox only through find_package(gearbox) and the installed files
-3. runs c_example and cpp_example on z = Relu(x + y) (x, y float [batch, 3]) and compares
-   their printed outputs with numpy on the same input pattern
+Where gearbox comes from (one of):
+  --install-from BUILD   cmake --install BUILD --prefix WORK/prefix, then that prefix
+  --prefix PATH          an existing prefix (the build tree itself: find_package(gearbox) from the
+                         build tree; or the usr/ of a .deb unpacked by dpkg -x)
+How the examples are built:
+  * always: a separate CMake project (examples/) configured with CMAKE_PREFIX_PATH=<prefix>, so it
+    finds gearbox only through find_package(gearbox)
+  * with --pkg-config DIR: also compiled directly with `pkg-config --cflags --libs gearbox`
+    (PKG_CONFIG_PATH=DIR), nothing else on the command line
+Each program runs on z = Relu(x + y) (x, y float [batch, 3]); its printed outputs are compared
+with numpy on the same input pattern, and its error report with the expected code.
 """
 import argparse
 import os
@@ -18,35 +24,64 @@ import onnx
 from onnx import TensorProto, helper
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--build-dir", required=True)
+src = ap.add_mutually_exclusive_group(required=True)
+src.add_argument("--install-from", metavar="BUILD")
+src.add_argument("--prefix")
 ap.add_argument("--examples", required=True)
 ap.add_argument("--work", required=True)
+ap.add_argument("--pkg-config", metavar="DIR")
 ap.add_argument("--cmake", default="cmake")
 ap.add_argument("--generator", default="Ninja")
 a = ap.parse_args()
 
 shutil.rmtree(a.work, ignore_errors=True)
 os.makedirs(a.work)
-prefix = os.path.join(a.work, "prefix")
 
 
-def sh(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, **kw)
+def sh(cmd, env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
     if p.returncode != 0:
         print("$", " ".join(cmd), "\n", p.stdout[-4000:], p.stderr[-4000:])
         sys.exit(f"command failed with exit {p.returncode}")
     return p
 
 
-sh([a.cmake, "--install", a.build_dir, "--prefix", prefix])
-for f in ["include/gearbox/gearbox.h", "include/gearbox/gearbox.hpp", "lib/cmake/gearbox/gearboxConfig.cmake"]:
-    if not os.path.exists(os.path.join(prefix, f)):
-        sys.exit(f"not installed: {f}")
+if a.install_from:
+    prefix = os.path.join(a.work, "prefix")
+    sh([a.cmake, "--install", a.install_from, "--prefix", prefix])
+    for f in ["include/gearbox/gearbox.h", "include/gearbox/gearbox.hpp", "lib/cmake/gearbox/gearboxConfig.cmake",
+              "lib/pkgconfig/gearbox.pc"]:
+        if not os.path.exists(os.path.join(prefix, f)):
+            sys.exit(f"not installed: {f}")
+else:
+    prefix = os.path.abspath(a.prefix)
+
+programs = {}  # "how built / name" -> path
 build = os.path.join(a.work, "build")
-# Nothing from the gearbox tree is visible to this project except the installed prefix.
+# Nothing from the gearbox tree is visible to this project except what the prefix holds.
 sh([a.cmake, "-S", a.examples, "-B", build, "-G", a.generator, "-DCMAKE_BUILD_TYPE=Release",
     f"-DCMAKE_PREFIX_PATH={prefix}"])
 sh([a.cmake, "--build", build])
+for prog in ["c_example", "cpp_example"]:
+    programs[f"find_package/{prog}"] = os.path.join(build, prog)
+
+env = dict(os.environ)
+if a.pkg_config:
+    env["PKG_CONFIG_PATH"] = os.path.abspath(a.pkg_config)
+    env.pop("PKG_CONFIG_LIBDIR", None)
+    flags = sh(["pkg-config", "--cflags", "--libs", "gearbox"], env).stdout.split()
+    print("pkg-config --cflags --libs gearbox:", " ".join(flags))
+    libdir = next(f[2:] for f in flags if f.startswith("-L"))
+    # The programs find libgearbox where pkg-config said it is (not on the default path for an
+    # unpacked .deb).
+    env["LD_LIBRARY_PATH"] = libdir + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    pc = os.path.join(a.work, "pkg-config")
+    os.makedirs(pc)
+    for prog, compiler, source, std in [("c_example", "cc", "c_example.c", "-std=c11"),
+                                        ("cpp_example", "c++", "cpp_example.cc", "-std=c++17")]:
+        out = os.path.join(pc, prog)
+        sh([compiler, std, "-O1", os.path.join(a.examples, source), "-o", out] + flags, env)
+        programs[f"pkg-config/{prog}"] = out
 
 x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
 y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
@@ -65,19 +100,20 @@ def pattern(i, n):  # what both examples write into input i
 
 want = np.maximum(pattern(0, 6) + pattern(1, 6), 0)
 failures = 0
-for prog in ["c_example", "cpp_example"]:
-    p = subprocess.run([os.path.join(build, prog), model], capture_output=True, text=True, timeout=60)
-    print(f"--- {prog} (exit {p.returncode})\n{p.stdout}{p.stderr}")
+for label, path in programs.items():
+    p = subprocess.run([path, model], capture_output=True, text=True, timeout=60, env=env)
+    print(f"--- {label} (exit {p.returncode})\n{p.stdout}{p.stderr}")
     if p.returncode != 0:
         failures += 1
         continue
     line = next((l for l in p.stdout.splitlines() if l.startswith("output z:")), None)
     got = np.array([float(v) for v in line.split(":")[1].split()], dtype=np.float32) if line else None
     if got is None or got.shape != want.shape or not np.allclose(got, want, atol=1e-6):
-        print(f"{prog}: output {got} != numpy {want}")
+        print(f"{label}: output {got} != numpy {want}")
         failures += 1
-    expected_error = "4002" if prog == "c_example" else "4001"
+    expected_error = "4002" if label.endswith("c_example") else "4001"
     if f"status {expected_error}" not in p.stdout:
-        print(f"{prog}: did not report error {expected_error}")
+        print(f"{label}: did not report error {expected_error}")
         failures += 1
+print(f"{len(programs) - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)
