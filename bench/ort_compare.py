@@ -4,6 +4,8 @@
 Usage (from the repository root, after the build made build/testdata):
   /usr/bin/python3 bench/ort_compare.py [--gearbox build/gearbox] [--rounds 5] [--runs 20]
                                         [--threads 2] [--models resnet50,resnet50_b8,mobilenet_v2,bert]
+  /usr/bin/python3 bench/ort_compare.py --corpus [DIR] [--models NAME,...] [--budget-ms 400]
+                                        [--profile-loop 10] [--json-out FILE]
 
 Per model the driver
   * writes the inputs once with numpy (seeded: floats uniform in [-1, 1], integer ids in
@@ -22,6 +24,17 @@ Per model the driver
 shared with other work, spinning threads steal the cores the other side's threads need).
 A table goes to stdout, then one line "SUMMARY_JSON {...}" (also written to --json-out).
 
+--corpus [DIR] runs the benchmark corpus instead (bench/corpus/manifest.json; DIR defaults to
+$GEARBOX_CORPUS_DIR, else build/testdata/corpus; models missing there are exported first with
+bench/corpus/export.py). Per model it uses the inputs the export recorded, loads both runtimes
+(a model gearbox refuses is reported with its GBX-E code and timed on ORT alone), compares
+every output with ORT's and torch's (max abs difference, cosine, the parity bar of
+scripts/compare_npy.py), sizes the rounds to about --budget-ms per side per round (--runs at
+most, 3 at least) after a 1 + 3 run probe, runs ROUNDS alternating rounds, then `gearbox
+profile` for the top op types by time with their engines (summed over nodes, per engine) and
+whether a cpu.ref one is among the top 5. The table ends with the geomean of the ratios; the
+JSON holds everything per model.
+
 resnet50_b8 is the batch-1 ResNet-50 export with the batch dim of its input and output set
 to 8 (its graph has no batch-dependent constant: Flatten + Gemm), written next to the inputs.
 
@@ -31,8 +44,12 @@ fetches optional GPU binaries from a host that is not reachable here (the CPU bi
 the package).
 """
 import argparse
+import csv
 import json
+import math
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +61,11 @@ from onnx import TensorProto
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path[:0] = [os.path.join(HERE, "corpus"), os.path.join(ROOT, "scripts")]
+from compare_npy import parity_stats  # noqa: E402
+from manifest import expand, is_cached  # noqa: E402
+
+CORPUS = expand()
 ORT_VERSION = "1.30.0"
 # Issue 5's bar for the ratio of medians, per model.
 TARGETS = {"resnet50": 0.95, "resnet50_b8": 0.95, "mobilenet_v2": 0.90, "bert": 0.85}
@@ -109,6 +131,15 @@ def write_inputs(model, in_dir):
     return specs
 
 
+class RunnerFailed(Exception):
+    """A runtime that exited, or answered something other than the protocol; `tail` is the end
+    of its log (where gearbox prints its GBX-E<code> line)."""
+
+    def __init__(self, label, msg, tail):
+        super().__init__(f"{label}: {msg}")
+        self.label, self.msg, self.tail = label, msg, tail
+
+
 class Runner:
     """A child process speaking the ready / 'W N' -> {"times_ms"} line protocol."""
 
@@ -122,16 +153,20 @@ class Runner:
 
     def _die(self, msg):
         self.proc.kill()
+        self.proc.wait()
         with open(self.log) as f:
             tail = f.read()[-3000:]
-        raise SystemExit(f"{self.label}: {msg}\n--- {self.log} ---\n{tail}")
+        raise RunnerFailed(self.label, msg, tail)
 
     def _read(self):
         line = self.proc.stdout.readline()
         if not line:
             self.proc.wait()
             self._die(f"exited with status {self.proc.returncode}")
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            self._die(f"answered a line that is not JSON: {line[:200]!r}")
 
     def round(self, warmup, runs):
         self.proc.stdin.write(f"{warmup} {runs}\n")
@@ -202,11 +237,270 @@ def bench_model(name, a, node_path):
             "engines": g.ready.get("engines"), "outputs": diffs}
 
 
+# ---------------------------------------------------------------------------------------------
+# --corpus: every model of bench/corpus/manifest.json
+
+GBX_ERROR = re.compile(r"GBX-E(\d+) ([A-Z0-9_]+): ?(.*)")
+
+
+def gearbox_error(text):
+    """The first `GBX-E<code> NAME: message` line of gearbox's stderr, as a dict, or None."""
+    for line in text.splitlines():
+        m = GBX_ERROR.search(line)
+        if m:
+            return {"code": int(m.group(1)), "name": m.group(2), "message": m.group(3)[:500]}
+    return None
+
+
+def last_lines(text, n=3):
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:])[:600]
+
+
+def compare_dirs(ref_dir, act_dir, prefix=""):
+    """Per output file of ref_dir (named PREFIX<name>.npy): max abs difference, max |ref|, cosine
+    and the parity verdict of scripts/compare_npy.py (max abs <= 1e-3 max|ref|, cosine >= 0.99999);
+    a missing file or a shape/dtype mismatch is an entry with "error"."""
+    out = {}
+    for f in sorted(os.listdir(ref_dir)):
+        if not (f.endswith(".npy") and f.startswith(prefix)):
+            continue
+        name = f[len(prefix):-4]
+        ref = np.load(os.path.join(ref_dir, f))
+        act_file = os.path.join(act_dir, name + ".npy")
+        if not os.path.exists(act_file):
+            out[name] = {"error": "no output file", "ok": False}
+            continue
+        act = np.load(act_file)
+        if act.shape != ref.shape or act.dtype != ref.dtype:
+            out[name] = {"error": f"{act.dtype} {list(act.shape)}, expected {ref.dtype} {list(ref.shape)}", "ok": False}
+            continue
+        max_err, scale, cosine, ok = parity_stats(ref, act)
+        out[name] = {"max_abs_diff": max_err, "max_abs_ref": scale, "cosine": cosine, "ok": ok}
+    return out
+
+
+def worst(diffs):
+    """(worst max|diff|/max|ref|, worst cosine, all ok) over a compare_dirs result."""
+    rel = [d["max_abs_diff"] / d["max_abs_ref"] if d.get("max_abs_ref") else (0.0 if d.get("max_abs_diff") == 0 else
+           float("inf")) for d in diffs.values() if "error" not in d]
+    cos = [d["cosine"] for d in diffs.values() if "error" not in d]
+    return (max(rel) if rel else None, min(cos) if cos else None,
+            bool(diffs) and all(d["ok"] for d in diffs.values()))
+
+
+def profile_top_ops(a, model, inputs, out_dir, loop):
+    """`gearbox profile` on the same inputs; the op types by time (summed over their nodes,
+    split by engine) from op_summary.csv. Subgraph nodes (If/Loop bodies) would count twice,
+    inside their control-flow node and on their own; torch's traced exports have none."""
+    cmd = [a.gearbox, "profile", model, "--threads", str(a.threads), "--loop", str(loop), "--warmup", "1",
+           "--output-dir", out_dir] + inputs
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if r.returncode != 0:
+        return {"error": gearbox_error(r.stderr) or last_lines(r.stderr)}
+    with open(os.path.join(out_dir, "op_summary.csv")) as f:
+        rows = list(csv.DictReader(f))
+    total = sum(float(r["total_ms"]) for r in rows if r["kind"] == "op_type")
+    by = {}
+    for r in rows:
+        if r["kind"] == "node":
+            key = (r["op_type"], r["engine"])
+            by[key] = by.get(key, 0.0) + float(r["total_ms"])
+    ranked = sorted(by.items(), key=lambda kv: -kv[1])
+    top = [{"op_type": k[0], "engine": k[1], "ms_per_run": v / loop, "pct": 100 * v / total if total else 0.0}
+           for k, v in ranked[:5]]
+    return {"loop": loop, "op_ms_per_run": total / loop, "top": top,
+            "ref_in_top5": any(t["engine"] == "cpu.ref" for t in top)}
+
+
+def ensure_corpus(a, names):
+    """Export the models that are missing or stale (bench/corpus/export.py caches the rest)."""
+    stale = [n for n, e, b in CORPUS if n in names and not is_cached(a.corpus, n, e, b)]
+    if stale:
+        print(f"exporting {len(stale)} corpus models into {a.corpus} (bench/corpus/export.py)", flush=True)
+        cmd = ["/usr/bin/python3", os.path.join(HERE, "corpus", "export.py"), a.corpus]
+        subprocess.run(cmd + sum((["--only", n] for n in stale), []))  # failures are reported per model below
+
+
+def corpus_model(name, a, node_path):
+    mdir = os.path.join(a.corpus, name)
+    res = {"model": name, "status": "ok"}
+    try:
+        with open(os.path.join(mdir, "spec.json")) as f:
+            spec = json.load(f)
+    except OSError:
+        res.update(status="not_exported", error="no spec.json (the export failed: see bench/corpus/export.py)")
+        return res
+    res.update({k: spec[k] for k in ("batch", "dtype", "family", "opset", "nodes")})
+    model = os.path.join(mdir, "model.onnx")
+    specs = [f"{i['name']}={os.path.join(mdir, i['name'] + '.npy')}" for i in spec["inputs"]]
+    inputs = sum((["--input", s] for s in specs), [])
+    work = os.path.join(a.work_dir, "corpus", name)
+    g_out, o_out = os.path.join(work, "out_gearbox"), os.path.join(work, "out_ort")
+    for d in (g_out, o_out):
+        shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(work, exist_ok=True)
+    print(f"[{name}] loading in both runtimes", flush=True)
+    g_env, env = dict(os.environ), dict(os.environ, NODE_PATH=node_path)
+    if a.spin == "off":
+        g_env["OMP_WAIT_POLICY"] = "passive"
+        env["ORT_RUNNER_ALLOW_SPINNING"] = "0"
+    runners = {}
+    try:
+        runners["gearbox"] = Runner("gearbox", [a.gearbox, "bench", model, "--threads", str(a.threads), "--warmup", "0",
+                                                "--rounds-stdin", "--output-dir", g_out] + inputs,
+                                    os.path.join(work, "gearbox.log"), env=g_env)
+    except RunnerFailed as e:
+        res["status"] = "refused"
+        res["gearbox_error"] = gearbox_error(e.tail) or {"message": f"{e.msg}: {last_lines(e.tail)}"}
+    try:
+        runners["ort"] = Runner("ort", ["node", os.path.join(HERE, "ort_runner.js"), model, str(a.threads), o_out] + specs,
+                                os.path.join(work, "ort.log"), env=env)
+    except RunnerFailed as e:
+        res["ort_error"] = last_lines(e.tail)
+        if res["status"] == "ok":
+            res["status"] = "ort_failed"
+    if "gearbox" in runners:
+        res["vs_torch"] = compare_dirs(mdir, g_out, "expected_")
+        res["load_ms"] = {k: r.ready.get("load_ms") for k, r in runners.items()}
+        res["engines"] = runners["gearbox"].ready.get("engines")
+    if "ort" in runners:
+        res["ort_vs_torch"] = compare_dirs(mdir, o_out, "expected_")
+    if len(runners) == 2:
+        res["vs_ort"] = compare_dirs(o_out, g_out)
+        if not worst(res["vs_ort"])[2]:
+            res["status"] = "mismatch"
+
+    # Size the rounds so each side runs about --budget-ms per round (--runs at most, 3 at least).
+    times = {k: [] for k in runners}
+    round_medians = {k: [] for k in runners}
+    try:
+        probe = {k: statistics.median(r.round(1, 3)) for k, r in runners.items()}
+        runs = max(3, min(a.runs, math.ceil(a.budget_ms / max(max(probe.values()), 1e-3))))
+        for rnd in range(a.rounds):
+            order = sorted(runners, reverse=rnd % 2 == 1)  # gearbox first in even rounds
+            for label in order:
+                t = runners[label].round(a.warmup, runs)
+                times[label] += t
+                round_medians[label].append(statistics.median(t))
+        for r in runners.values():
+            r.close()
+    except RunnerFailed as e:  # a run that fails after the first one: a crash or a hang
+        res["status"] = "failed_in_rounds"
+        res[f"{e.label}_error"] = gearbox_error(e.tail) or {"message": f"{e.msg}: {last_lines(e.tail)}"}
+        for r in runners.values():
+            r.proc.kill()
+        return res
+    res["runs_per_round"] = runs
+    res["round_medians_ms"] = round_medians
+    for k in runners:
+        res[f"{k}_median_ms"] = statistics.median(times[k])
+    if len(runners) == 2:
+        res["ratio"] = res["gearbox_median_ms"] / res["ort_median_ms"]
+    if "gearbox" in runners and a.profile_loop > 0:
+        loop = max(2, min(a.profile_loop, math.ceil(4 * a.budget_ms / max(res["gearbox_median_ms"], 1e-3))))
+        res["profile"] = profile_top_ops(a, model, inputs, os.path.join(work, "profile"), loop)
+    return res
+
+
+def ref_ops(top):
+    """The cpu.ref entries of the top 5 ('no' when none, '-' without a profile)."""
+    if not top:
+        return "-"
+    refs = [f"{t['op_type'].replace('com.gearbox.', '')} {t['pct']:.1f}%" for t in top if t["engine"] == "cpu.ref"]
+    return ", ".join(refs) if refs else "no"
+
+
+def fmt_ms(v):
+    return f"{v:.3f}" if v is not None and v < 10 else (f"{v:.1f}" if v is not None else "-")
+
+
+def corpus_table(results):
+    lines = [f"{'model':<28} {'status':<10} {'gearbox ms':>10} {'ORT ms':>9} {'ratio':>6} {'|d|/max':>8} "
+             f"{'1-cos':>8}  {'top-3 ops by time (gearbox profile: op@engine %)':<60} cpu.ref in top 5"]
+    for r in results:
+        rel, cos, _ = worst(r.get("vs_ort", {}))
+        top = r.get("profile", {}).get("top", [])
+        top3 = ", ".join(f"{t['op_type'].replace('com.gearbox.', '')}@{t['engine'].replace('cpu.', '')} {t['pct']:.0f}%"
+                         for t in top[:3])
+        if not top and "profile" in r:
+            top3 = f"profile failed: {r['profile'].get('error')}"
+        if r["status"] in ("refused", "failed_in_rounds", "not_exported") and not top:
+            err = r.get("gearbox_error") or r.get("ort_error") or r.get("error")
+            top3 = (f"GBX-E{err['code']} {err['name']}: {err['message']}" if isinstance(err, dict) and "code" in err
+                    else str(err.get("message") if isinstance(err, dict) else err))[:120]
+        ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
+        lines.append(f"{r['model']:<28} {r['status']:<10} {fmt_ms(r.get('gearbox_median_ms')):>10} "
+                     f"{fmt_ms(r.get('ort_median_ms')):>9} {ratio:>6} {(f'{rel:.1e}' if rel is not None else '-'):>8} "
+                     f"{(f'{1 - cos:.1e}' if cos is not None else '-'):>8}  {top3:<60} {ref_ops(top)}")
+    ratios = [r["ratio"] for r in results if "ratio" in r]
+    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+    counts = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append(f"geomean ratio over {len(ratios)} models: {geo:.3f}" if geo else "geomean ratio: no model ran on both")
+    lines.append("status counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    return "\n".join(lines), geo
+
+
+def run_corpus(a, node_path):
+    names = [n for n, _, _ in CORPUS]
+    if a.models:
+        wanted = [m for m in a.models.split(",") if m]
+        unknown = [m for m in wanted if m not in names]
+        if unknown:
+            raise SystemExit(f"--models: not in bench/corpus/manifest.json: {', '.join(unknown)} "
+                             f"(bench/corpus/export.py --list)")
+        names = [n for n in names if n in wanted]
+    ensure_corpus(a, names)
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_before = load_average()
+    results = []
+    for n in names:
+        results.append(corpus_model(n, a, node_path))
+        r = results[-1]
+        print(f"[{n}] {r['status']}: gearbox {fmt_ms(r.get('gearbox_median_ms'))} ms, ORT "
+              f"{fmt_ms(r.get('ort_median_ms'))} ms" + (f", ratio {r['ratio']:.3f}" if "ratio" in r else ""), flush=True)
+    load_after = load_average()
+    table, geo = corpus_table(results)
+    print(f"\ngearbox vs ONNX Runtime {ORT_VERSION} on the corpus ({a.corpus}), {a.threads} threads each, "
+          f"{a.rounds} alternating rounds, ~{a.budget_ms:.0f} ms per side per round ({a.runs} runs at most, 3 at least, "
+          f"+{a.warmup} warm-up), --spin {a.spin}; load average before {load_before}, after {load_after}")
+    print("|d|/max: worst output's max abs difference to ORT over its max |ORT|; 1-cos: worst output's 1 - cosine "
+          "to ORT; parity bar: |d|/max <= 1e-3 and 1-cos <= 1e-5 (status 'mismatch' when missed)")
+    print(table)
+    summary = {"mode": "corpus", "ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds,
+               "max_runs": a.runs, "budget_ms": a.budget_ms, "warmup": a.warmup, "started": started,
+               "cpu": cpu_model(), "load_average_before": load_before, "load_average_after": load_after,
+               "geomean_ratio": geo, "results": results}
+    print("SUMMARY_JSON " + json.dumps(summary))
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 0
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--gearbox", default=os.path.join(ROOT, "build", "gearbox"))
     p.add_argument("--testdata", default=os.path.join(ROOT, "build", "testdata", "models"))
-    p.add_argument("--models", default="resnet50,resnet50_b8,mobilenet_v2,bert")
+    p.add_argument("--models", help="comma list (default resnet50,resnet50_b8,mobilenet_v2,bert; with --corpus, "
+                                     "every corpus model)")
+    p.add_argument("--corpus", nargs="?", const=os.environ.get("GEARBOX_CORPUS_DIR") or
+                   os.path.join(ROOT, "build", "testdata", "corpus"), metavar="DIR",
+                   help="run the corpus (bench/corpus/manifest.json) exported in DIR (default $GEARBOX_CORPUS_DIR, "
+                        "else build/testdata/corpus; missing models are exported first)")
+    p.add_argument("--budget-ms", type=float, default=400,
+                   help="--corpus: timed milliseconds per side per round, which sizes each model's runs")
+    p.add_argument("--profile-loop", type=int, default=10,
+                   help="--corpus: profiled runs for the top ops (fewer for slow models; 0: no profile)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--runs", type=int, default=20, help="timed runs per side per round")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs per side before each round's timed runs")
@@ -224,10 +518,16 @@ def main():
     if not os.access(a.gearbox, os.X_OK):
         p.error(f"{a.gearbox} is not an executable gearbox binary (--gearbox)")
     node_path = ensure_ort(a.ort_dir)
+    if a.corpus:
+        return run_corpus(a, node_path)
+    a.models = a.models or "resnet50,resnet50_b8,mobilenet_v2,bert"
 
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = load_average()
-    results = [bench_model(m, a, node_path) for m in a.models.split(",") if m]
+    try:
+        results = [bench_model(m, a, node_path) for m in a.models.split(",") if m]
+    except RunnerFailed as e:
+        raise SystemExit(f"{e}\n--- log tail ---\n{e.tail}")
     load_after = load_average()
 
     print(f"\ngearbox vs ONNX Runtime {ORT_VERSION}, {a.threads} threads each, {a.rounds} alternating rounds x "

@@ -3,7 +3,7 @@
 //   node bench/ort_runner.js MODEL.onnx THREADS OUT_DIR NAME=FILE.npy...
 //
 // Loads the model (intra-op THREADS, inter-op 1, all graph optimizations), reads the inputs
-// from .npy (float32, int64, int32, bool), runs once, writes each output as OUT_DIR/<name>.npy,
+// from .npy (float32, float16, int64, int32, bool), runs once, writes each output as OUT_DIR/<name>.npy,
 // prints one JSON line {"ready": true, "load_ms", "first_run_ms"}, then answers each stdin
 // line "W N" (W untimed runs, N timed) with {"times_ms": [...]} until EOF. onnxruntime-node
 // is resolved from NODE_PATH (the driver points it at bench/.ort/node_modules).
@@ -15,6 +15,8 @@ const ort = require('onnxruntime-node');
 
 const NPY_TYPES = {
   '<f4': ['float32', Float32Array, 4],
+  // float16 tensors take their raw bits as a Uint16Array (node 20 has no Float16Array).
+  '<f2': ['float16', Uint16Array, 2],
   '<i8': ['int64', BigInt64Array, 8],
   '<i4': ['int32', Int32Array, 4],
   '|b1': ['bool', Uint8Array, 1],
@@ -33,7 +35,7 @@ function readNpy(file) {
   if (!descr || !fortran || !shape) throw new Error(`${file}: malformed .npy header ${header}`);
   if (fortran[1] === 'True') throw new Error(`${file}: Fortran-order arrays are not supported`);
   const t = NPY_TYPES[descr[1]];
-  if (!t) throw new Error(`${file}: dtype ${descr[1]} not supported (float32, int64, int32, bool)`);
+  if (!t) throw new Error(`${file}: dtype ${descr[1]} not supported (float32, float16, int64, int32, bool)`);
   const dims = shape[1].split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
   const n = dims.reduce((a, b) => a * b, 1);
   if (buf.length - start < n * t[2]) throw new Error(`${file}: data shorter than its shape`);
@@ -43,7 +45,7 @@ function readNpy(file) {
 }
 
 function writeNpy(file, tensor) {
-  const descr = { float32: '<f4', int64: '<i8', int32: '<i4', bool: '|b1', float64: '<f8' }[tensor.type];
+  const descr = { float32: '<f4', float16: '<f2', int64: '<i8', int32: '<i4', bool: '|b1', float64: '<f8' }[tensor.type];
   if (!descr) throw new Error(`output type ${tensor.type} cannot be written as .npy here`);
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${tensor.dims.join(', ')}${tensor.dims.length === 1 ? ',' : ''}), }`;
   const total = 10 + header.length + 1;

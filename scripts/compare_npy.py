@@ -29,6 +29,24 @@ def load(path, what):
     sys.exit(2)
 
 
+def parity_stats(exp, act, rel_max_err=1e-3, min_cosine=0.99999):
+    """(max_err, max|expected|, cosine, ok) of ACTUAL against EXPECTED (same shape, any float
+    dtype): ok when max_err <= rel_max_err * max|expected|, cosine >= min_cosine, all finite."""
+    e = exp.astype(np.float64).ravel()
+    g = act.astype(np.float64).ravel()
+    scale = float(np.max(np.abs(e))) if e.size else 0.0
+    max_err = float(np.max(np.abs(g - e))) if e.size else 0.0
+    ne, ng = np.linalg.norm(e), np.linalg.norm(g)
+    if ne == 0.0 and ng == 0.0:
+        cosine = 1.0
+    elif ne == 0.0 or ng == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float(np.dot(e, g) / (ne * ng))
+    ok = bool(np.all(np.isfinite(g))) and max_err <= rel_max_err * scale and cosine >= min_cosine
+    return max_err, scale, cosine, ok
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("expected")
@@ -46,23 +64,12 @@ def main():
         print(f"FAIL: dtype mismatch: expected {exp.dtype}, actual {act.dtype}")
         return 2
 
-    e = exp.astype(np.float64).ravel()
-    g = act.astype(np.float64).ravel()
-    if not np.all(np.isfinite(g)):
-        bad = int(np.count_nonzero(~np.isfinite(g)))
-        print(f"FAIL: actual has {bad} non-finite values of {g.size}")
+    if not np.all(np.isfinite(act)):
+        bad = int(np.count_nonzero(~np.isfinite(act)))
+        print(f"FAIL: actual has {bad} non-finite values of {act.size}")
         return 1
-    scale = float(np.max(np.abs(e))) if e.size else 0.0
-    max_err = float(np.max(np.abs(g - e))) if e.size else 0.0
-    ne, ng = np.linalg.norm(e), np.linalg.norm(g)
-    if ne == 0.0 and ng == 0.0:
-        cosine = 1.0
-    elif ne == 0.0 or ng == 0.0:
-        cosine = 0.0
-    else:
-        cosine = float(np.dot(e, g) / (ne * ng))
+    max_err, scale, cosine, ok = parity_stats(exp, act, a.rel_max_err, a.min_cosine)
     bound = a.rel_max_err * scale
-    ok = max_err <= bound and cosine >= a.min_cosine
     print(f"{'PASS' if ok else 'FAIL'}: {a.actual}: shape={list(exp.shape)} dtype={exp.dtype} "
           f"max_abs_err={max_err:.3e} (bound {bound:.3e} = {a.rel_max_err:g} * max|expected| "
           f"{scale:.4g}) cosine={cosine:.9f} (1-cos {1.0 - cosine:.1e}; min {a.min_cosine})")

@@ -132,17 +132,17 @@ class Built:
 
 def scale_logits(model, layer, make_inputs, target_std=3.0):
     """Random weights give logits near 0, so a Softmax or Sigmoid after them is nearly flat and
-    hides errors upstream; a trained model's are peaked. Scale the layer's weight and bias so its
-    outputs have standard deviation target_std on a deterministic batch."""
+    hides errors upstream; a trained model's are peaked. Scale the layer's weight and shift its
+    bias so its outputs have mean 0 and standard deviation target_std on a deterministic batch."""
     seen = []
     hook = layer.register_forward_hook(lambda m, i, o: seen.append(o.detach()))
     with torch.no_grad():
-        model(*[torch.from_numpy(v) for v in make_inputs(1, 99).values()])
+        model(*[torch.from_numpy(v) for v in make_inputs(8, 99).values()])
         hook.remove()
-        factor = target_std / float(torch.cat([t.flatten() for t in seen]).std())
+        out = torch.cat([t.flatten() for t in seen])
+        factor = target_std / float(out.std())
         layer.weight.mul_(factor)
-        if layer.bias is not None:
-            layer.bias.mul_(factor)
+        layer.bias.sub_(float(out.mean())).mul_(factor)
 
 
 # ---------------------------------------------------------------------------------------------
