@@ -414,32 +414,79 @@ def fmt_ms(v):
     return f"{v:.3f}" if v is not None and v < 10 else (f"{v:.1f}" if v is not None else "-")
 
 
-def corpus_table(results):
-    lines = [f"{'model':<28} {'status':<10} {'gearbox ms':>10} {'ORT ms':>9} {'ratio':>6} {'|d|/max':>8} "
-             f"{'1-cos':>8}  {'top-3 ops by time (gearbox profile: op@engine %)':<60} cpu.ref in top 5"]
-    for r in results:
-        rel, cos, _ = worst(r.get("vs_ort", {}))
-        top = r.get("profile", {}).get("top", [])
-        top3 = ", ".join(f"{t['op_type'].replace('com.gearbox.', '')}@{t['engine'].replace('cpu.', '')} {t['pct']:.0f}%"
-                         for t in top[:3])
-        if not top and "profile" in r:
-            top3 = f"profile failed: {r['profile'].get('error')}"
-        if r["status"] in ("refused", "failed_in_rounds", "not_exported") and not top:
-            err = r.get("gearbox_error") or r.get("ort_error") or r.get("error")
-            top3 = (f"GBX-E{err['code']} {err['name']}: {err['message']}" if isinstance(err, dict) and "code" in err
-                    else str(err.get("message") if isinstance(err, dict) else err))[:120]
-        ratio = f"{r['ratio']:.3f}" if "ratio" in r else "-"
-        lines.append(f"{r['model']:<28} {r['status']:<10} {fmt_ms(r.get('gearbox_median_ms')):>10} "
-                     f"{fmt_ms(r.get('ort_median_ms')):>9} {ratio:>6} {(f'{rel:.1e}' if rel is not None else '-'):>8} "
-                     f"{(f'{1 - cos:.1e}' if cos is not None else '-'):>8}  {top3:<60} {ref_ops(top)}")
+def corpus_row(r):
+    """One model's table cells: status, medians, ratio, worst diff/max and 1-cos against ORT, the
+    top-3 op types (or the error of a model that did not run) and the cpu.ref ops of the top 5."""
+    rel, cos, _ = worst(r.get("vs_ort", {}))
+    top = r.get("profile", {}).get("top", [])
+    top3 = ", ".join(f"{t['op_type'].replace('com.gearbox.', '')}@{t['engine'].replace('cpu.', '')} {t['pct']:.0f}%"
+                     for t in top[:3])
+    if not top and "profile" in r:
+        top3 = f"profile failed: {r['profile'].get('error')}"
+    if r["status"] in ("refused", "failed_in_rounds", "not_exported") and not top:
+        err = r.get("gearbox_error") or r.get("ort_error") or r.get("error")
+        top3 = (f"GBX-E{err['code']} {err['name']}: {err['message']}" if isinstance(err, dict) and "code" in err
+                else str(err.get("message") if isinstance(err, dict) else err))[:120]
+    return [r["model"], r["status"], fmt_ms(r.get("gearbox_median_ms")), fmt_ms(r.get("ort_median_ms")),
+            f"{r['ratio']:.3f}" if "ratio" in r else "-", f"{rel:.1e}" if rel is not None else "-",
+            f"{1 - cos:.1e}" if cos is not None else "-", top3, ref_ops(top)]
+
+
+CORPUS_COLUMNS = ["model", "status", "gearbox ms", "ORT ms", "ratio", "diff/max", "1-cos",
+                  "top-3 ops by time (op@engine %)", "cpu.ref in top 5"]
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def corpus_table(results, markdown=False):
+    rows = [corpus_row(r) for r in results]
+    if markdown:
+        lines = ["| " + " | ".join(CORPUS_COLUMNS) + " |", "|" + "---|" * len(CORPUS_COLUMNS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    else:
+        widths = [28, 16, 10, 9, 6, 8, 8, 60, 0]
+        right = {2, 3, 4, 5, 6}
+        fmt = lambda row: " ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))  # noqa: E731
+        lines = [fmt(CORPUS_COLUMNS)] + [fmt(row) for row in rows]
     ratios = [r["ratio"] for r in results if "ratio" in r]
-    geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+    geo = geomean(ratios)
     counts = {}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
+    lines.append("")
     lines.append(f"geomean ratio over {len(ratios)} models: {geo:.3f}" if geo else "geomean ratio: no model ran on both")
     lines.append("status counts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(lines), geo
+
+
+def render_runs(files):
+    """--from-json: the Markdown table of the last run per model over several saved summaries,
+    with every run's ratio for the model and the geomean of each run."""
+    runs = []
+    for f in files:
+        with open(f) as fh:
+            runs.append(json.load(fh))
+    latest, ratios = {}, {}
+    for run in runs:
+        for r in run["results"]:
+            latest[r["model"]] = r
+            ratios.setdefault(r["model"], []).append(f"{r['ratio']:.3f}" if "ratio" in r else "-")
+    order = [n for n, _, _ in CORPUS if n in latest]
+    table, geo = corpus_table([latest[n] for n in order], markdown=True)
+    lines = table.split("\n")
+    header = lines[:2]
+    body = [line for line in lines[2:] if line.startswith("| ")]
+    header[0] += " ratio per run |"
+    header[1] += "---|"
+    body = [line + " " + " / ".join(ratios[n]) + " |" for line, n in zip(body, order)]
+    tail = [line for line in lines[2:] if not line.startswith("| ")]
+    for run, f in zip(runs, files):
+        tail.append(f"{os.path.basename(f)}: started {run['started']}, load average {run['load_average_before']} -> "
+                    f"{run['load_average_after']}, geomean {run['geomean_ratio']:.3f} over "
+                    f"{sum('ratio' in r for r in run['results'])} models")
+    return "\n".join(header + body + tail)
 
 
 def run_corpus(a, node_path):
@@ -465,8 +512,8 @@ def run_corpus(a, node_path):
     print(f"\ngearbox vs ONNX Runtime {ORT_VERSION} on the corpus ({a.corpus}), {a.threads} threads each, "
           f"{a.rounds} alternating rounds, ~{a.budget_ms:.0f} ms per side per round ({a.runs} runs at most, 3 at least, "
           f"+{a.warmup} warm-up), --spin {a.spin}; load average before {load_before}, after {load_after}")
-    print("|d|/max: worst output's max abs difference to ORT over its max |ORT|; 1-cos: worst output's 1 - cosine "
-          "to ORT; parity bar: |d|/max <= 1e-3 and 1-cos <= 1e-5 (status 'mismatch' when missed)")
+    print("diff/max: worst output's max abs difference to ORT over its max |ORT|; 1-cos: worst output's 1 - cosine "
+          "to ORT; parity bar: diff/max <= 1e-3 and 1-cos <= 1e-5 (status 'mismatch' when missed)")
     print(table)
     summary = {"mode": "corpus", "ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds,
                "max_runs": a.runs, "budget_ms": a.budget_ms, "warmup": a.warmup, "started": started,
@@ -499,6 +546,9 @@ def main():
                         "else build/testdata/corpus; missing models are exported first)")
     p.add_argument("--budget-ms", type=float, default=400,
                    help="--corpus: timed milliseconds per side per round, which sizes each model's runs")
+    p.add_argument("--from-json", nargs="+", metavar="FILE",
+                   help="--corpus: print the Markdown table of saved --json-out summaries (the last per model, "
+                        "with each run's ratio) and exit; runs nothing")
     p.add_argument("--profile-loop", type=int, default=10,
                    help="--corpus: profiled runs for the top ops (fewer for slow models; 0: no profile)")
     p.add_argument("--rounds", type=int, default=5)
@@ -513,6 +563,9 @@ def main():
                         "OMP_WAIT_POLICY=passive, ORT session.intra_op.allow_spinning=0); default: each "
                         "runtime's own default (both spin)")
     a = p.parse_args()
+    if a.from_json:
+        print(render_runs(a.from_json))
+        return 0
     if a.rounds < 1 or a.runs < 1 or a.warmup < 0 or a.threads < 1:
         p.error("--rounds, --runs and --threads must be >= 1, --warmup >= 0")
     if not os.access(a.gearbox, os.X_OK):
