@@ -519,11 +519,16 @@ def run_corpus(a, node_path):
                "max_runs": a.runs, "budget_ms": a.budget_ms, "warmup": a.warmup, "started": started,
                "cpu": cpu_model(), "load_average_before": load_before, "load_average_after": load_after,
                "geomean_ratio": geo, "results": results}
-    print("SUMMARY_JSON " + json.dumps(summary))
-    if a.json_out:
-        with open(a.json_out, "w") as f:
-            json.dump(summary, f, indent=1)
+    emit_summary(summary, a.json_out)
     return 0
+
+
+def emit_summary(summary, json_out):
+    """The machine-readable line every bench prints last, and the same JSON in a file if asked."""
+    print("SUMMARY_JSON " + json.dumps(summary))
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(summary, f, indent=1)
 
 
 def cpu_model():
@@ -598,10 +603,7 @@ def main():
     summary = {"ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds, "runs": a.runs,
                "warmup": a.warmup, "started": started, "load_average_before": load_before,
                "load_average_after": load_after, "results": results}
-    print("SUMMARY_JSON " + json.dumps(summary))
-    if a.json_out:
-        with open(a.json_out, "w") as f:
-            json.dump(summary, f, indent=1)
+    emit_summary(summary, a.json_out)
     return 0
 
 
