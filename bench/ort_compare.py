@@ -502,11 +502,19 @@ def run_corpus(a, node_path):
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = load_average()
     results = []
+    summary = {"mode": "corpus", "ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds,
+               "max_runs": a.runs, "budget_ms": a.budget_ms, "warmup": a.warmup, "started": started,
+               "cpu": cpu_model(), "load_average_before": load_before, "results": results}
     for n in names:
         results.append(corpus_model(n, a, node_path))
         r = results[-1]
         print(f"[{n}] {r['status']}: gearbox {fmt_ms(r.get('gearbox_median_ms'))} ms, ORT "
               f"{fmt_ms(r.get('ort_median_ms'))} ms" + (f", ratio {r['ratio']:.3f}" if "ratio" in r else ""), flush=True)
+        if a.json_out:  # after every model, so an interrupted campaign keeps what it measured
+            summary.update(load_average_after=load_average(), geomean_ratio=geomean(
+                [x["ratio"] for x in results if "ratio" in x]))
+            with open(a.json_out, "w") as f:
+                json.dump(summary, f, indent=1)
     load_after = load_average()
     table, geo = corpus_table(results)
     print(f"\ngearbox vs ONNX Runtime {ORT_VERSION} on the corpus ({a.corpus}), {a.threads} threads each, "
@@ -515,10 +523,7 @@ def run_corpus(a, node_path):
     print("diff/max: worst output's max abs difference to ORT over its max |ORT|; 1-cos: worst output's 1 - cosine "
           "to ORT; parity bar: diff/max <= 1e-3 and 1-cos <= 1e-5 (status 'mismatch' when missed)")
     print(table)
-    summary = {"mode": "corpus", "ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds,
-               "max_runs": a.runs, "budget_ms": a.budget_ms, "warmup": a.warmup, "started": started,
-               "cpu": cpu_model(), "load_average_before": load_before, "load_average_after": load_after,
-               "geomean_ratio": geo, "results": results}
+    summary.update(load_average_after=load_after, geomean_ratio=geo)
     emit_summary(summary, a.json_out)
     return 0
 
