@@ -1,0 +1,295 @@
+// gearbox's framework layer (layer 4): tensors with reverse-mode autodiff, modules and
+// optimizers, in C++, on the same kernels the graph executor runs.
+//
+//   #include <gearbox/nn.hpp>
+//   namespace nn = gbx::nn;
+//   nn::manual_seed(0);
+//   nn::Sequential net({std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::ReLU>(),
+//                       std::make_shared<nn::Linear>(32, 10)});
+//   nn::SGD opt(net.parameters(), {.lr = 0.1, .momentum = 0.9});
+//   nn::Tensor loss = nn::cross_entropy(net.forward(x), targets);
+//   opt.zero_grad();
+//   loss.backward();
+//   opt.step();
+//
+// Eager mode: every op runs at once (on cpu.simd / cpu.dnnl where they have the kernel, on
+// cpu.ref otherwise) and, when an input requires a gradient, records a tape node that
+// backward() walks in reverse. See docs/frontend.md.
+//
+// Errors: unlike gearbox.hpp, this API throws gbx::nn::Error (like PyTorch's C++ frontend),
+// because ops compose into expressions; the error carries gearbox's catalogue code
+// (`gearbox explain CODE` prints its cause and fix) and a message with the concrete values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gbx::nn {
+
+enum class DType { Float32, Float64, Int64 };
+const char* dtype_name(DType t);
+
+// A failed op or call: `code` is the catalogue name ("SHAPE_MISMATCH"), what() the one-line
+// "GBX-E3003 SHAPE_MISMATCH: ..." form.
+class Error : public std::runtime_error {
+ public:
+  Error(std::string code, const std::string& what) : std::runtime_error(what), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+struct TensorImpl;  // src/frontend/tensor_impl.h
+
+// A tensor: dtype, shape, storage (shared: copies of a Tensor are the same tensor), and its
+// autodiff state (requires_grad, the accumulated grad(), the tape node that produced it).
+class Tensor {
+ public:
+  Tensor() = default;  // undefined
+  bool defined() const { return impl_ != nullptr; }
+
+  // Copies the values in; `shape` empty means 1-d of values.size().
+  static Tensor from_vector(const std::vector<float>& values, std::vector<int64_t> shape = {});
+  static Tensor from_vector(const std::vector<double>& values, std::vector<int64_t> shape = {});
+  static Tensor from_vector(const std::vector<int64_t>& values, std::vector<int64_t> shape = {});
+  static Tensor scalar(double v, DType dtype = DType::Float32);
+  static Tensor zeros(std::vector<int64_t> shape, DType dtype = DType::Float32);
+  static Tensor full(std::vector<int64_t> shape, double v, DType dtype = DType::Float32);
+  // Uniform in [low, high) / standard normal, from the generator manual_seed() seeds.
+  static Tensor uniform(std::vector<int64_t> shape, double low, double high, DType dtype = DType::Float32);
+  static Tensor randn(std::vector<int64_t> shape, DType dtype = DType::Float32);
+
+  DType dtype() const;
+  const std::vector<int64_t>& shape() const;
+  int64_t dim(size_t i) const;
+  size_t rank() const;
+  int64_t numel() const;
+  std::string describe() const;  // "float32[2,3]"
+
+  // The elements, converted to T (row-major).
+  std::vector<float> to_float_vector() const;
+  std::vector<double> to_double_vector() const;
+  std::vector<int64_t> to_int64_vector() const;
+  // The value of a one-element tensor.
+  double item() const;
+  // Raw storage, for loaders and optimizers; writing is an in-place update that every
+  // holder of this tensor (a tape node of a graph not yet walked) sees.
+  const void* data() const;
+  void* mutable_data();
+
+  // Autodiff.
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool on = true);  // only on leaves (tensors no op produced)
+  bool is_leaf() const;
+  Tensor grad() const;  // undefined until a backward() reaches this leaf
+  void zero_grad();     // drops the accumulated gradient
+  // Reverse-mode gradient of this tensor: a one-element tensor, or any shape with `grad_output`
+  // of its shape. Accumulates into the grad() of every leaf that requires it.
+  void backward(const Tensor& grad_output = Tensor()) const;
+  // The same storage, no autodiff history, requires_grad false.
+  Tensor detach() const;
+  Tensor clone() const;  // a deep copy, no history
+
+  // Operators (broadcasting like numpy).
+  Tensor operator-() const;
+
+  // Internal: the frontend's own code reaches the implementation through these.
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+
+// While one lives on this thread, ops record nothing (evaluation, optimizer updates).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+bool grad_enabled();
+
+// Seeds the generator behind Tensor::uniform/randn and the layers' initializers.
+void manual_seed(uint64_t seed);
+
+// ---- ops (each with a gradient) -------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor gelu(const Tensor& x);  // the exact (erf) form, torch's default
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+// a [.., M, K] @ b [.., K, N], batch dims broadcast (rank >= 2).
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x [N, in] @ weight [out, in]^T + bias [out] (bias may be undefined): torch's F.linear.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// Empty axes: all of them.
+Tensor sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape);  // one -1 allowed
+Tensor transpose(const Tensor& x, std::vector<int64_t> perm);  // empty perm: reverse the axes
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+// x[start:end] along `axis` (step 1; negative indices count from the end, like Python).
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+// Mean cross-entropy of logits [N, C] against int64 class ids [N] (torch's F.cross_entropy).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// Mean squared error (torch's F.mse_loss, reduction='mean').
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+
+// ---- modules --------------------------------------------------------------------------
+// A network piece with named parameters (trainable tensors), buffers (state that is not
+// trained) and submodules; names nest with '.' like torch's ("0.weight").
+class Module {
+ public:
+  virtual ~Module() = default;
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  std::vector<Tensor> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // Parameters and buffers by name (the tensors themselves, not copies).
+  std::map<std::string, Tensor> state_dict() const;
+  // Copies the values in; every name must exist with the same shape (INVALID_ARGUMENT /
+  // SHAPE_MISMATCH otherwise).
+  void load_state_dict(const std::map<std::string, Tensor>& state);
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad();
+
+ protected:
+  // Returns the tensor (the same one the module holds: copies share it).
+  Tensor register_parameter(std::string name, Tensor t);
+  Tensor register_buffer(std::string name, Tensor t);
+  void register_module(std::string name, std::shared_ptr<Module> m);
+
+ private:
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>* out, bool params) const;
+
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+// y = x W^T + b; PyTorch's default init: W ~ Kaiming-uniform(a = sqrt(5)) = U(±1/sqrt(in)),
+// b ~ U(±1/sqrt(in)).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }  // undefined without bias
+
+ private:
+  Tensor weight_, bias_;  // the same tensors as the registered parameters
+};
+
+class ReLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return relu(x); }
+};
+
+// Runs its modules in order; they are named "0", "1", ... like torch.nn.Sequential.
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  void push_back(std::shared_ptr<Module> m);
+  Tensor forward(const Tensor& x) override;
+  size_t size() const { return modules_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+// ---- optimizers (torch.optim's formulas, step for step) -------------------------------
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> params);
+  virtual ~Optimizer() = default;
+  virtual void step() = 0;
+  void zero_grad();
+  const std::vector<Tensor>& params() const { return params_; }
+
+ protected:
+  std::vector<Tensor> params_;
+};
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  void step() override;
+
+ private:
+  SGDOptions opt_;
+  std::vector<std::vector<float>> momentum_;  // per parameter; empty until its first step
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;  // Adam: L2 added to the gradient; AdamW: decoupled
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay = false);
+  void step() override;
+
+ private:
+  AdamOptions opt_;
+  bool decoupled_;
+  int64_t step_ = 0;
+  std::vector<std::vector<float>> exp_avg_, exp_avg_sq_;
+};
+
+// Adam with decoupled weight decay (torch.optim.AdamW; its default weight_decay is 1e-2).
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, true) {}
+};
+
+}  // namespace gbx::nn

@@ -1,0 +1,42 @@
+// Gradients of the element-wise arithmetic ops; broadcast inputs get their gradient summed
+// back to their own shape (sum_to).
+#include <cmath>
+
+#include "frontend/autodiff/gradient_registry.h"
+#include "frontend/ops/internal.h"
+
+namespace gbx::nn {
+
+namespace {
+using Grads = std::vector<Tensor>;
+const Tensor& in(const TapeNode& n, size_t i) { return n.inputs[i]; }
+const Tensor& out(const TapeNode& n) { return n.outputs[0]; }
+}  // namespace
+
+void register_elementwise_gradients(GradientRegistry& r) {
+  r.add("", "Add", [](const TapeNode& n, const Grads& g) -> Grads {
+    return {sum_to(g[0], in(n, 0).shape()), sum_to(g[0], in(n, 1).shape())};
+  });
+  r.add("", "Sub", [](const TapeNode& n, const Grads& g) -> Grads {
+    return {sum_to(g[0], in(n, 0).shape()), sum_to(neg(g[0]), in(n, 1).shape())};
+  });
+  r.add("", "Mul", [](const TapeNode& n, const Grads& g) -> Grads {
+    return {sum_to(mul(g[0], in(n, 1)), in(n, 0).shape()), sum_to(mul(g[0], in(n, 0)), in(n, 1).shape())};
+  });
+  // d(a/b)/db = -a/b^2 = -y/b.
+  r.add("", "Div", [](const TapeNode& n, const Grads& g) -> Grads {
+    return {sum_to(div(g[0], in(n, 1)), in(n, 0).shape()),
+            sum_to(neg(div(mul(g[0], out(n)), in(n, 1))), in(n, 1).shape())};
+  });
+  r.add("", "Neg", [](const TapeNode&, const Grads& g) -> Grads { return {neg(g[0])}; });
+  r.add("", "Exp", [](const TapeNode& n, const Grads& g) -> Grads { return {mul(g[0], out(n))}; });
+  r.add("", "Log", [](const TapeNode& n, const Grads& g) -> Grads { return {div(g[0], in(n, 0))}; });
+  // x^p with a constant exponent p (nn::pow): p * x^(p-1); no gradient for p.
+  r.add("", "Pow", [](const TapeNode& n, const Grads& g) -> Grads {
+    const Tensor& p = in(n, 1);
+    Tensor lower = apply1({"Pow"}, {in(n, 0), sub(p, scalar_like(p, 1.0))});
+    return {sum_to(mul(mul(g[0], p), lower), in(n, 0).shape()), Tensor()};
+  });
+}
+
+}  // namespace gbx::nn

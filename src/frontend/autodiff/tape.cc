@@ -1,0 +1,129 @@
+// Recording eager ops on the tape (see tape.h) and walking it backwards (Tensor::backward).
+#include "frontend/autodiff/tape.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "frontend/autodiff/gradient_registry.h"
+#include "frontend/tensor_impl.h"
+
+namespace gbx::nn {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+}  // namespace
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
+
+std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs,
+                          size_t num_outputs) {
+  std::vector<gearbox::Tensor> values;
+  values.reserve(inputs.size());
+  bool needs_grad = false;
+  for (const Tensor& t : inputs) {
+    values.push_back(t.defined() ? t.impl()->value : gearbox::Tensor());
+    needs_grad = needs_grad || (t.defined() && t.impl()->requires_grad);
+  }
+  std::vector<gearbox::Tensor> outs = dispatch(op, values, attrs, num_outputs);
+  std::vector<Tensor> result;
+  result.reserve(outs.size());
+  for (auto& o : outs) result.push_back(wrap(std::move(o)));
+  if (!needs_grad || !g_grad_enabled) return result;
+  auto node = std::make_shared<TapeNode>();
+  node->op = op;
+  node->attrs = std::move(attrs);
+  node->inputs = inputs;
+  for (size_t i = 0; i < result.size(); ++i) {
+    node->outputs.push_back(wrap(result[i].impl()->value));
+    result[i].impl()->requires_grad = true;
+    result[i].impl()->grad_fn = node;
+    result[i].impl()->output_index = i;
+  }
+  return result;
+}
+
+namespace {
+
+// Nodes reachable from `root`, producers after their consumers (reverse topological order).
+std::vector<TapeNode*> reverse_topological(TapeNode* root) {
+  std::vector<TapeNode*> post;
+  std::unordered_set<TapeNode*> seen;
+  // Iterative DFS (deep networks would overflow a recursive one).
+  std::vector<std::pair<TapeNode*, size_t>> stack{{root, 0}};
+  seen.insert(root);
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const Tensor& in = node->inputs[next++];
+      if (in.defined() && in.impl()->grad_fn && seen.insert(in.impl()->grad_fn.get()).second)
+        stack.emplace_back(in.impl()->grad_fn.get(), 0);
+      continue;
+    }
+    post.push_back(node);
+    stack.pop_back();
+  }
+  return {post.rbegin(), post.rend()};
+}
+
+Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
+
+}  // namespace
+
+void Tensor::backward(const Tensor& grad_output) const {
+  const gearbox::Tensor& v = value_of(*this, "backward() on an undefined tensor");
+  if (!impl_->requires_grad)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "backward() on ", gearbox::describe(v),
+                                     ", which does not require a gradient (no input of the ops that made it "
+                                     "requires one, or it was made under NoGradGuard)"));
+  Tensor seed = grad_output;
+  if (!seed.defined()) {
+    if (v.numel() != 1)
+      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "backward() without a grad_output on ",
+                                       gearbox::describe(v), ": only a one-element tensor has an implicit one"));
+    seed = Tensor::full(shape(), 1.0, dtype());
+  } else if (seed.shape() != shape()) {
+    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "backward(): grad_output is ",
+                                     seed.describe(), " but the tensor is ", gearbox::describe(v)));
+  }
+  NoGradGuard no_grad;  // the backward ops themselves are not recorded
+  if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
+    impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;
+    return;
+  }
+  // Gradients of each node's outputs, summed over their consumers.
+  std::unordered_map<TapeNode*, std::vector<Tensor>> grads;
+  TapeNode* root = impl_->grad_fn.get();
+  grads[root].resize(root->outputs.size());
+  grads[root][impl_->output_index] = seed;
+  for (TapeNode* node : reverse_topological(root)) {
+    auto it = grads.find(node);
+    if (it == grads.end()) continue;
+    std::vector<Tensor> out_grads = std::move(it->second);
+    grads.erase(it);
+    const GradientBuilder* builder = GradientRegistry::global().find(node->op.domain, node->op.op_type);
+    if (!builder)
+      throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "op ", node->op.op_type,
+                                       " has no gradient builder (autodiff/gradients/)"));
+    std::vector<Tensor> in_grads = (*builder)(*node, out_grads);
+    for (size_t i = 0; i < node->inputs.size() && i < in_grads.size(); ++i) {
+      const Tensor& in = node->inputs[i];
+      if (!in.defined() || !in.impl()->requires_grad || !in_grads[i].defined()) continue;
+      if (in_grads[i].shape() != in.shape())
+        throw_status(gearbox::make_error(gearbox::ErrorCode::INTERNAL, "gradient of ", node->op.op_type, " input ", i,
+                                         " is ", in_grads[i].describe(), " but the input is ", in.describe()));
+      if (TapeNode* producer = in.impl()->grad_fn.get()) {
+        auto& slot = grads[producer];
+        slot.resize(producer->outputs.size());
+        slot[in.impl()->output_index] = accumulate(slot[in.impl()->output_index], in_grads[i]);
+      } else {
+        Tensor sum = accumulate(in.impl()->grad.defined() ? wrap(in.impl()->grad) : Tensor(), in_grads[i]);
+        // A private buffer: the builder's result may share storage with a forward tensor.
+        in.impl()->grad = sum.impl()->value.owns_buffer_alone() ? sum.impl()->value : sum.impl()->value.clone();
+      }
+    }
+  }
+}
+
+}  // namespace gbx::nn

@@ -1,0 +1,30 @@
+// Reshape, Transpose, Concat, Slice (one axis, step 1).
+#include <algorithm>
+#include <numeric>
+
+#include "frontend/ops/internal.h"
+
+namespace gbx::nn {
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape) { return apply1({"Reshape"}, {x, int64s(shape)}); }
+
+Tensor transpose(const Tensor& x, std::vector<int64_t> perm) {
+  if (perm.empty()) {
+    perm.resize(x.rank());
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  return apply1({"Transpose"}, {x}, {{"perm", gearbox::attr_ints(perm)}});
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  if (xs.empty())
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "concat: no tensors to concatenate"));
+  return apply1({"Concat"}, xs, {{"axis", gearbox::attr_int(normalize_axis(axis, xs[0].rank(), "concat"))}});
+}
+
+Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
+  axis = normalize_axis(axis, x.rank(), "slice");
+  return apply1({"Slice"}, {x, int64s({start}), int64s({end}), int64s({axis})});
+}
+
+}  // namespace gbx::nn
