@@ -1,0 +1,40 @@
+// nn::SGD: torch.optim.SGD's update (torch/optim/sgd.py, _single_tensor_sgd), in float32
+// with the same operation order so that a run matches torch's step for step:
+//   d = g + wd * p;  buf = d (first step) | momentum * buf + (1 - dampening) * d
+//   d = nesterov ? d + momentum * buf : buf;  p -= lr * d
+#include "frontend/tensor_impl.h"
+
+namespace gbx::nn {
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params)), opt_(options) {
+  if (opt_.lr < 0 || opt_.momentum < 0 || opt_.weight_decay < 0 || (opt_.nesterov && (opt_.momentum <= 0 || opt_.dampening != 0)))
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "SGD: lr ", opt_.lr, ", momentum ",
+                                     opt_.momentum, ", weight_decay ", opt_.weight_decay,
+                                     ": need non-negative values, and nesterov needs momentum > 0 and dampening 0"));
+  momentum_.resize(params_.size());
+}
+
+void SGD::step() {
+  const float lr = static_cast<float>(opt_.lr), wd = static_cast<float>(opt_.weight_decay);
+  const float mom = static_cast<float>(opt_.momentum), damp = static_cast<float>(1 - opt_.dampening);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    Tensor& p = params_[k];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    float* w = static_cast<float*>(p.mutable_data());
+    const float* gd = static_cast<const float*>(g.data());
+    std::vector<float>& buf = momentum_[k];
+    const bool first = buf.empty();
+    if (mom != 0 && first) buf.resize(static_cast<size_t>(p.numel()));
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      float d = wd != 0 ? gd[i] + wd * w[i] : gd[i];
+      if (mom != 0) {
+        buf[i] = first ? d : buf[i] * mom + damp * d;
+        d = opt_.nesterov ? d + mom * buf[i] : buf[i];
+      }
+      w[i] += -lr * d;
+    }
+  }
+}
+
+}  // namespace gbx::nn
