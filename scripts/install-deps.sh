@@ -20,6 +20,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # test data: the ONNX node suite and torch exports
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # tests/frontend and examples/train_mlp: sklearn's bundled digits data set
+  python3-sklearn
   # serving (prometheus: promtool and a real server for tests/serve)
   libcpp-httplib-dev prometheus
   # profiler: tests/profile/check_render.py renders report.html in headless chromium

@@ -117,6 +117,10 @@ Tensor operator+(const Tensor& a, double b);
 Tensor operator-(const Tensor& a, double b);
 Tensor operator/(const Tensor& a, double b);
 
+// .npy files (float32, float64, int64 arrays), e.g. a data set exported from numpy.
+Tensor load_npy(const std::string& path);
+void save_npy(const std::string& path, const Tensor& t);
+
 // While one lives on this thread, ops record nothing (evaluation, optimizer updates).
 class NoGradGuard {
  public:

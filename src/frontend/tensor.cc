@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "base/npy.h"
 #include "frontend/random.h"
 #include "frontend/tensor_impl.h"
 
@@ -168,5 +169,16 @@ void Tensor::zero_grad() {
 }
 Tensor Tensor::detach() const { return wrap(value_of(*this, "detach()")); }
 Tensor Tensor::clone() const { return wrap(value_of(*this, "clone()").clone()); }
+
+Tensor load_npy(const std::string& path) {
+  gearbox::Result<gearbox::Tensor> t = gearbox::read_npy(path);
+  throw_if_error(t.status());
+  to_public(t.value().dtype(), path.c_str());  // DTYPE_UNSUPPORTED for what nn has no dtype for
+  return wrap(std::move(t.value()));
+}
+
+void save_npy(const std::string& path, const Tensor& t) {
+  throw_if_error(gearbox::write_npy(path, value_of(t, "save_npy()")));
+}
 
 }  // namespace gbx::nn
