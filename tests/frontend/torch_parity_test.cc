@@ -4,7 +4,9 @@
 // initial weights, loss per step and final parameters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -128,6 +130,7 @@ TEST_P(DigitsMlp, LossPerStepMatchesTorch) {
   auto net = digits_mlp();
   auto opt = make_optimizer(name, net->parameters());
   const int64_t batch = 64, batches = x.dim(0) / batch;
+  double worst = 0;
   for (size_t s = 0; s < want.size(); ++s) {
     const int64_t b = static_cast<int64_t>(s) % batches * batch;
     Tensor loss = cross_entropy(net->forward(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
@@ -135,7 +138,10 @@ TEST_P(DigitsMlp, LossPerStepMatchesTorch) {
     loss.backward();
     opt->step();
     EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
+    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
   }
+  std::printf("[ INFO     ] %s: worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
+              want.size(), worst);
   EXPECT_LT(want.back(), want.front() * 0.8) << "the reference run did not train";
   for (auto& [pname, p] : net->named_parameters())
     expect_close(p, load(kRefDir + "/mlp/" + name + "_final_" + pname + ".npy"), 1e-4, 1e-6, name + " " + pname);
