@@ -24,6 +24,22 @@ TEST(NnTensor, EagerOpsComputeOnTheKernels) {
   EXPECT_EQ(slice(a, 1, 1, 2).to_float_vector(), (std::vector<float>{2, 4}));
 }
 
+// float32 runs on cpu.simd/cpu.dnnl: the Gemm-based linear (with and without bias) equals
+// matmul with the transposed weight plus the bias.
+TEST(NnTensor, LinearMatchesMatmulInFloat32) {
+  manual_seed(5);
+  Tensor x = Tensor::uniform({7, 5}, -1, 1), w = Tensor::uniform({3, 5}, -1, 1), b = Tensor::uniform({3}, -1, 1);
+  std::vector<float> want = add(matmul(x, transpose(w, {})), b).to_float_vector();
+  std::vector<float> got = linear(x, w, b).to_float_vector();
+  std::vector<float> want_nb = matmul(x, transpose(w, {})).to_float_vector();
+  std::vector<float> got_nb = linear(x, w).to_float_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+    EXPECT_NEAR(got_nb[i], want_nb[i], 1e-5f) << i;
+  }
+}
+
 TEST(NnTensor, BackwardAccumulatesAcrossCallsUntilZeroGrad) {
   Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3}).set_requires_grad();
   sum(x * x).backward();
