@@ -11,10 +11,12 @@
 // subfolder holds them is accepted too. Each case runs in a forked child (case_runner.h),
 // so a crash or a hang is recorded as CRASH / TIMEOUT and the run goes on.
 //
-// With --baseline FILE (one integer: the committed minimum pass count) the exit status is
-// non-zero when fewer cases pass, when any case crashed or timed out, or when an
-// OP_UNSUPPORTED error fails to name the op and its opset. This is what ctest runs
-// (tests/conformance/CMakeLists.txt); docs/conformance.md explains how to raise the baseline.
+// With --baseline FILE (the names of the cases that must pass, one per line) the exit status
+// is non-zero when a listed case that ran does not pass -- even if another case started
+// passing --, when any case crashed or timed out, or when an OP_UNSUPPORTED error fails to name
+// the op and its opset; the cases that changed either way are printed. This is what ctest
+// runs (tests/conformance/CMakeLists.txt); docs/conformance.md explains how to update the
+// baseline (--write-baseline FILE writes the passing cases of a full run).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,7 @@ struct Options {
   std::string filter;
   std::string report;
   std::string baseline;
+  std::string write_baseline;
   double timeout_s = 20;
   int threads = 1;
   bool via_gbm = false;
@@ -68,7 +72,8 @@ struct CaseRecord {
 
 const char* kUsage =
     "usage: gearbox_conformance --suite DIR [--filter REGEX] [--report FILE.json] [--baseline FILE]\n"
-    "                           [--timeout-s N (default 20)] [--threads N (default 1)] [--via-gbm]\n"
+    "                           [--write-baseline FILE] [--timeout-s N (default 20)] [--threads N (default 1)]\n"
+    "                           [--via-gbm]\n"
     "                           [--verbose]\n";
 
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -92,6 +97,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       if (!value(o.report)) return std::nullopt;
     } else if (a == "--baseline") {
       if (!value(o.baseline)) return std::nullopt;
+    } else if (a == "--write-baseline") {
+      if (!value(o.write_baseline)) return std::nullopt;
     } else if (a == "--timeout-s" || a == "--threads") {
       if (!value(v)) return std::nullopt;
       char* end = nullptr;
@@ -320,19 +327,22 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::optional<long> read_baseline(const std::string& path) {
+// The baseline: the names of the cases that pass, one per line ('#' starts a comment line).
+// nullopt when the file cannot be read or a line is not a case name.
+std::optional<std::set<std::string>> read_baseline(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
+  std::set<std::string> names;
   std::string line;
   while (std::getline(in, line)) {
     auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    char* end = nullptr;
-    long v = std::strtol(line.c_str() + first, &end, 10);
-    if (end == line.c_str() + first) return std::nullopt;
-    return v;
+    auto last = line.find_last_not_of(" \t\r");
+    std::string name = line.substr(first, last - first + 1);
+    if (name.rfind("test_", 0) != 0 || name.find_first_of(" \t") != std::string::npos) return std::nullopt;
+    names.insert(name);
   }
-  return std::nullopt;
+  return names;
 }
 
 int run(const Options& opt) {
@@ -345,11 +355,12 @@ int run(const Options& opt) {
       return 2;
     }
   }
-  std::optional<long> baseline;
+  std::optional<std::set<std::string>> baseline;
   if (!opt.baseline.empty()) {
     baseline = read_baseline(opt.baseline);
     if (!baseline) {
-      std::cerr << "gearbox_conformance: cannot read an integer from baseline file " << opt.baseline << "\n";
+      std::cerr << "gearbox_conformance: cannot read the baseline file " << opt.baseline
+                << " (one passing case name per line, test_...)\n";
       return 2;
     }
   }
@@ -408,14 +419,33 @@ int run(const Options& opt) {
 
   int rc = 0;
   if (baseline) {
-    long delta = passed - *baseline;
-    std::cout << "baseline " << *baseline << ": passed " << passed << " (" << (delta >= 0 ? "+" : "") << delta
-              << ")\n";
-    if (passed < *baseline) {
-      std::cout << "conformance FAILED: " << -delta << " fewer passes than the baseline in " << opt.baseline << "\n";
+    // Per case: a listed case that ran and did not pass is a regression, whatever else
+    // started passing; a passing case not listed is progress to record.
+    std::vector<std::string> regressed, newly_passing, not_in_suite;
+    std::set<std::string> ran;
+    for (const auto& r : records) {
+      ran.insert(r.name);
+      const bool listed = baseline->count(r.name) > 0;
+      const bool pass = r.outcome.status == CaseStatus::Pass;
+      if (listed && !pass) regressed.push_back(r.name + " (" + status_name(r.outcome.status) + ")");
+      if (!listed && pass) newly_passing.push_back(r.name);
+    }
+    for (const std::string& name : *baseline)
+      if (!ran.count(name) && (!filter || std::regex_search(name, *filter))) not_in_suite.push_back(name);
+    size_t checked = 0;
+    for (const std::string& name : *baseline) checked += ran.count(name);
+    std::cout << "baseline " << opt.baseline << ": " << checked << " listed case(s) ran, " << regressed.size()
+              << " no longer pass, " << newly_passing.size() << " pass and are not listed\n";
+    for (const std::string& n : regressed) std::cout << "  REGRESSED " << n << "\n";
+    for (const std::string& n : newly_passing) std::cout << "  NEWLY PASSING " << n << "\n";
+    for (const std::string& n : not_in_suite) std::cout << "  MISSING " << n << " (listed, not in the suite)\n";
+    if (!regressed.empty() || !not_in_suite.empty()) {
+      std::cout << "conformance FAILED: " << regressed.size() << " case(s) of the baseline no longer pass, "
+                << not_in_suite.size() << " are missing from the suite (lines above)\n";
       rc = 1;
-    } else if (delta > 0) {
-      std::cout << "more cases pass than the baseline: raise " << opt.baseline << " to " << passed << "\n";
+    } else if (!newly_passing.empty()) {
+      std::cout << "more cases pass than the baseline: add the NEWLY PASSING names to " << opt.baseline
+                << " (or rerun the full suite with --write-baseline " << opt.baseline << ")\n";
     }
     if (crashed + timed_out > 0) {
       std::cout << "conformance FAILED: " << crashed << " crashed, " << timed_out << " timed out (must be 0)\n";
@@ -433,7 +463,7 @@ int run(const Options& opt) {
                     {"unsupported", unsupported}, {"crashed", crashed}, {"timed_out", timed_out},
                     {"rule_violations", violations}, {"suite", opt.suite}, {"filter", opt.filter},
                     {"unsupported_by_code", by_code}, {"unsupported_ops", by_op}};
-    summary["baseline"] = baseline ? json(*baseline) : json(nullptr);
+    summary["baseline"] = baseline ? json(baseline->size()) : json(nullptr);
     json jcases = json::array();
     for (const auto& r : records) {
       json ops = json::array();
@@ -455,6 +485,25 @@ int run(const Options& opt) {
     out << report.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     if (!out) {
       std::cerr << "gearbox_conformance: cannot write report " << opt.report << "\n";
+      return 2;
+    }
+  }
+  if (!opt.write_baseline.empty()) {
+    // The passing cases of this run, sorted: what a new baseline.txt holds. Refused for a
+    // filtered run, which would drop every case it skipped.
+    if (filter) {
+      std::cerr << "gearbox_conformance: --write-baseline needs the full suite (no --filter)\n";
+      return 2;
+    }
+    std::ofstream out(opt.write_baseline);
+    out << "# The ONNX node-suite cases (onnx 1.12) gearbox passes: gearbox_conformance fails when one of\n"
+           "# them no longer passes. Written by gearbox_conformance --write-baseline from a full run;\n"
+           "# docs/conformance.md. "
+        << passed << " of " << total << " cases.\n";
+    for (const auto& r : records)
+      if (r.outcome.status == CaseStatus::Pass) out << r.name << "\n";
+    if (!out) {
+      std::cerr << "gearbox_conformance: cannot write " << opt.write_baseline << "\n";
       return 2;
     }
   }
