@@ -36,11 +36,13 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "baseline.h"
 #include "case_runner.h"
 
 namespace gearbox::conformance {
@@ -327,22 +329,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The baseline: the names of the cases that pass, one per line ('#' starts a comment line).
-// nullopt when the file cannot be read or a line is not a case name.
 std::optional<std::set<std::string>> read_baseline(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
-  std::set<std::string> names;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    auto last = line.find_last_not_of(" \t\r");
-    std::string name = line.substr(first, last - first + 1);
-    if (name.rfind("test_", 0) != 0 || name.find_first_of(" \t") != std::string::npos) return std::nullopt;
-    names.insert(name);
-  }
-  return names;
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_baseline(text.str());
 }
 
 int run(const Options& opt) {
@@ -421,25 +413,21 @@ int run(const Options& opt) {
   if (baseline) {
     // Per case: a listed case that ran and did not pass is a regression, whatever else
     // started passing; a passing case not listed is progress to record.
-    std::vector<std::string> regressed, newly_passing, not_in_suite;
-    std::set<std::string> ran;
-    for (const auto& r : records) {
-      ran.insert(r.name);
-      const bool listed = baseline->count(r.name) > 0;
-      const bool pass = r.outcome.status == CaseStatus::Pass;
-      if (listed && !pass) regressed.push_back(r.name + " (" + status_name(r.outcome.status) + ")");
-      if (!listed && pass) newly_passing.push_back(r.name);
-    }
-    for (const std::string& name : *baseline)
-      if (!ran.count(name) && (!filter || std::regex_search(name, *filter))) not_in_suite.push_back(name);
-    size_t checked = 0;
-    for (const std::string& name : *baseline) checked += ran.count(name);
-    std::cout << "baseline " << opt.baseline << ": " << checked << " listed case(s) ran, " << regressed.size()
+    std::vector<CaseResult> results;
+    for (const auto& r : records)
+      results.push_back({r.name, r.outcome.status == CaseStatus::Pass, status_name(r.outcome.status)});
+    const BaselineDiff d = diff_baseline(results, *baseline, [&](const std::string& name) {
+      return !filter || std::regex_search(name, *filter);
+    });
+    const auto& regressed = d.regressed;
+    const auto& newly_passing = d.newly_passing;
+    const auto& not_in_suite = d.missing;
+    std::cout << "baseline " << opt.baseline << ": " << d.listed_ran << " listed case(s) ran, " << regressed.size()
               << " no longer pass, " << newly_passing.size() << " pass and are not listed\n";
     for (const std::string& n : regressed) std::cout << "  REGRESSED " << n << "\n";
     for (const std::string& n : newly_passing) std::cout << "  NEWLY PASSING " << n << "\n";
     for (const std::string& n : not_in_suite) std::cout << "  MISSING " << n << " (listed, not in the suite)\n";
-    if (!regressed.empty() || !not_in_suite.empty()) {
+    if (d.failed()) {
       std::cout << "conformance FAILED: " << regressed.size() << " case(s) of the baseline no longer pass, "
                 << not_in_suite.size() << " are missing from the suite (lines above)\n";
       rc = 1;
