@@ -154,18 +154,6 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
   for (const auto& [k, on] : options.switches)
     if (!on) off.insert(k);
   bool all_off = !options.enabled;
-  if (options.use_env) {
-    const char* env = std::getenv("GEARBOX_DISABLE_PASSES");
-    if (env && *env) {
-      auto names = split_list(env);
-      if (names.size() == 1 && names[0] == "all") {
-        all_off = true;
-      } else {
-        GBX_RETURN_IF_ERROR(check_pass_names(names, "GEARBOX_DISABLE_PASSES"));
-        off.insert(names.begin(), names.end());
-      }
-    }
-  }
   OptimizerReport report;
   Graph& g = *model.graph;
   report.nodes_before = g.nodes.size();

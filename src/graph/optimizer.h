@@ -5,11 +5,12 @@
 //   opts.disabled_passes = {"attention_fusion"};
 //   GBX_ASSIGN_OR_RETURN(OptimizerReport report, optimize(model, opts));
 //
-// Switches, in order of precedence: GEARBOX_DISABLE_PASSES (comma list of names, or "all")
-// turns passes off for every session of the process (so whole test suites can run with the
-// optimizer off); `switches` (from a --fusion-switch JSON file) turns a pass on or off;
-// `disabled_passes` (--disable-pass NAME) turns it off. An unknown name is PASS_UNKNOWN,
-// listing the valid names. See docs/graph_engine.md.
+// Switches: `switches` (from a --fusion-switch JSON file) turns a pass on or off;
+// `disabled_passes` (--disable-pass NAME) turns it off, and wins. An unknown name is
+// PASS_UNKNOWN, listing the valid names. GEARBOX_DISABLE_PASSES (comma list of names, or
+// "all") is not read here: resolve_session_options (runtime/session.h) adds it to
+// `disabled_passes` for every session of the process and for gearbox compile (so whole test
+// suites can run with the optimizer off). See docs/graph_engine.md.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +30,9 @@ struct OptimizerOptions {
   std::vector<std::string> disabled_passes;   // names of passes not to run
   std::map<std::string, bool> switches;       // pass name -> on/off (a --fusion-switch file)
   size_t constant_fold_max_bytes = size_t(16) << 20;  // larger folded constants stay nodes
-  bool use_env = true;                        // honour GEARBOX_DISABLE_PASSES
+  // resolve_session_options adds GEARBOX_DISABLE_PASSES to these options (then clears it);
+  // optimize() itself never reads the environment.
+  bool use_env = true;
   // Plan the arena after the passes (graph/memory_plan.h). Off by default: the executor does
   // not allocate from the plan yet, so only `gearbox compile` (which stores and reports it)
   // asks for it; sessions would pay for a plan nobody reads.

@@ -22,37 +22,25 @@ namespace gearbox {
 
 Session::~Session() = default;
 
-std::string resolve_engines(const std::string& requested) {
-  if (!requested.empty()) return requested;
-  const char* env = std::getenv("GEARBOX_ENGINES");
-  return env && *env ? std::string(env) : std::string(kDefaultEngines);
-}
-
 namespace {
 
-// Threads from the options, else GEARBOX_NUM_THREADS; 0 leaves OpenMP's default (all cores).
-int resolve_threads(int requested) {
-  int n = requested;
-  if (n <= 0) {
-    const char* env = std::getenv("GEARBOX_NUM_THREADS");
-    if (env && *env) n = std::atoi(env);
+// Sets OpenMP's thread count of the calling thread for a scope and restores the previous one.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int threads) : previous_(omp_get_max_threads()) {
+    if (threads > 0 && threads != previous_) omp_set_num_threads(threads);
   }
-  return n > 0 ? n : 0;
-}
+  ~ThreadCountScope() {
+    if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+  }
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+ private:
+  int previous_;
+};
 
 std::string describe_io(const IoInfo& io) { return "'" + io.name + "' (" + to_string(io.type) + ")"; }
-
-size_t plan_cache_capacity(int requested) {
-  if (requested >= 0) return static_cast<size_t>(requested);
-  const char* env = std::getenv("GEARBOX_PLAN_CACHE_SIZE");
-  if (env && *env) {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end && *end == '\0' && n >= 0) return static_cast<size_t>(n);
-    GBX_LOG_WARN("EXEC", "GEARBOX_PLAN_CACHE_SIZE='{}' is not a non-negative integer; using 8", env);
-  }
-  return 8;
-}
 
 // What a prepared plan is specific to: the dtype and dims of every input, in input order,
 // e.g. "float32[1,3,224,224];int64[1,128]".
@@ -109,24 +97,28 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   return create(std::move(model), std::move(options), /*compiled=*/false);
 }
 
-Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options, bool compiled) {
-  device::configure_openmp();  // before this process's first OpenMP call, which may be the next line
-  const int threads = resolve_threads(options.threads);
-  if (threads > 0) omp_set_num_threads(threads);
-  std::unique_ptr<Session> s(new Session());
-  s->threads_ = threads;
-  s->model_ = std::move(model);
-  s->options_ = std::move(options);
-  for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
-  for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
-  s->options_.engine = resolve_engines(s->options_.engine);
-  // Passes that pay only on some engine (layout_nhwc) need to know which ones will run.
-  s->options_.optimizer.engines = s->options_.engine;
-  GBX_ASSIGN_OR_RETURN(s->optimizer_report_, optimize(s->model_, s->options_.optimizer));
+Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions& o, bool compiled) {
+  OptimizedModel out;
+  GBX_ASSIGN_OR_RETURN(out.report, optimize(model, o.optimizer));
   // After the passes, which add and fuse nodes; before the executor, which runs each node
   // on the engine chosen here.
-  GBX_ASSIGN_OR_RETURN(std::vector<EngineOverride> overrides, parse_engine_overrides(s->options_.engine_overrides));
-  GBX_ASSIGN_OR_RETURN(s->partition_, gearbox::partition(s->model_, split_list(s->options_.engine), overrides, compiled));
+  progress_begin(o.optimizer.progress, "partition");
+  GBX_ASSIGN_OR_RETURN(std::vector<EngineOverride> overrides, parse_engine_overrides(o.engine_overrides));
+  GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, compiled));
+  return out;
+}
+
+Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options, bool compiled) {
+  device::configure_openmp();  // before this process's first OpenMP call
+  std::unique_ptr<Session> s(new Session());
+  GBX_ASSIGN_OR_RETURN(s->options_, resolve_session_options(std::move(options)));
+  s->model_ = std::move(model);
+  for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
+  for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});
+  GBX_ASSIGN_OR_RETURN(OptimizedModel optimized, optimize_and_partition(s->model_, s->options_, compiled));
+  s->optimizer_report_ = std::move(optimized.report);
+  s->partition_ = std::move(optimized.partition);
+  s->kernel_options_.conv_winograd = s->options_.conv_winograd != 0;
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine, s->partition_.forced));
   // Resolved now, so a bad GEARBOX_DEVICE_MEMORY is an error at load rather than at a run.
   s->device_pool_ = s->options_.device_pool;
@@ -134,7 +126,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
     GBX_ASSIGN_OR_RETURN(s->device_pool_, device::default_pool());
   }
   s->plan_cache_ =
-      std::make_unique<PlanCache>(plan_cache_capacity(s->options_.plan_cache_size), s->executor_->num_nodes());
+      std::make_unique<PlanCache>(static_cast<size_t>(s->options_.plan_cache_size), s->executor_->num_nodes());
   return s;
 }
 
@@ -188,9 +180,11 @@ Status Session::validate(const std::map<std::string, Tensor>& feeds) const {
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
                                                      Profiler* profiler, NodeObserver* observer) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
-  // OpenMP's thread count is a per-thread setting: apply it on every calling thread (server
-  // workers, streams), not only on the one that created the session.
-  if (threads_ > 0 && omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+  // OpenMP's thread count is a per-thread setting: apply the session's on the calling thread
+  // (server workers, streams) for this run, and give the thread its own back afterwards, so
+  // the next session run on it does not inherit this one's.
+  ThreadCountScope threads(options_.threads);
+  KernelOptionsScope kernel_options(&kernel_options_);  // what the session's kernels may consult
   std::vector<RuntimeValue> ordered;
   ordered.reserve(inputs_.size());
   for (const auto& io : inputs_) ordered.push_back(feeds.at(io.name));

@@ -18,6 +18,7 @@
 #include "graph/ir.h"
 #include "graph/optimizer.h"
 #include "kernels/kernel.h"
+#include "kernels/kernel_options.h"
 #include "runtime/partitioner.h"
 
 namespace gearbox {
@@ -31,30 +32,61 @@ class MemoryPool;
 // then oneDNN (convolutions, pooling and their fused and channels-last forms), the reference
 // engine for everything else.
 inline constexpr std::string_view kDefaultEngines = "cpu.simd,cpu.dnnl,cpu.ref";
-// The priority list a session given `requested` (SessionOptions::engine) uses: it, else
-// GEARBOX_ENGINES, else kDefaultEngines.
-std::string resolve_engines(const std::string& requested);
 
+// Everything a session is built with, typed. The tools build it from their flags
+// (tools/session_flags.h); what is left at its "unset" value is filled in by
+// resolve_session_options() from the environment, the one place gearbox reads its session
+// variables (runtime/session_options.cc; the C API and Python rely on them).
 struct SessionOptions {
   int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
   // Engines kernels are taken from, in priority order ("cpu.dnnl,cpu.ref"): a node runs on the
   // first engine with a kernel for its op, opset and dtype. Empty: GEARBOX_ENGINES, else
-  // kDefaultEngines.
+  // kDefaultEngines. Every name must be an engine of this gearbox (ENGINE_UNKNOWN).
   std::string engine;
   // "NODE_OR_OPTYPE=ENGINE" choices that override the priority list (gearbox --engine;
   // runtime/partitioner.h): a node-name match beats an op-type match; the node then runs on
   // that engine only.
   std::vector<std::string> engine_overrides;
   bool check_model = true;           // run onnx's checker at import
-  OptimizerOptions optimizer;        // graph passes run at create (graph/optimizer.h)
+  // Graph passes run at create (graph/optimizer.h). With optimizer.use_env,
+  // GEARBOX_DISABLE_PASSES is added to optimizer.disabled_passes ("all": no pass runs).
+  OptimizerOptions optimizer;
   // Shape signatures whose prepared plan (kernel choices, recycled buffers) is kept; the
   // least recently used is evicted beyond it. -1: GEARBOX_PLAN_CACHE_SIZE, else 8. 0: none.
   int plan_cache_size = -1;
+  // cpu.dnnl's Winograd convolutions (docs/engines.md): -1: GEARBOX_CONV_WINOGRAD (0 or 1),
+  // else on; 0 off (direct convolution everywhere); 1 on.
+  int conv_winograd = -1;
+  // Placeholder for the precision mode of the coming precision pass: only "" / "fp32" now.
+  std::string precision;
   // The device memory pool the session's tensors are allocated from (runtime/buffer_pool.h).
   // nullptr: the CPU device's pool (GEARBOX_DEVICE_MEMORY). Another pool must outlive the
   // session and every tensor its runs returned.
   device::MemoryPool* device_pool = nullptr;
 };
+
+// `requested` with every unset field filled from the environment (GEARBOX_ENGINES,
+// GEARBOX_NUM_THREADS, GEARBOX_PLAN_CACHE_SIZE, GEARBOX_DISABLE_PASSES, GEARBOX_CONV_WINOGRAD)
+// or the default, and validated: an engine name that is not an engine of this gearbox is
+// ENGINE_UNKNOWN, a malformed number USAGE (naming the variable and the value), a pass name
+// PASS_UNKNOWN. The result has threads > 0, plan_cache_size >= 0,
+// conv_winograd 0 or 1 and optimizer.use_env false, so resolving it again changes nothing.
+// Session::create calls it; so does gearbox compile, so both build the same graph.
+Result<SessionOptions> resolve_session_options(SessionOptions requested);
+
+// The priority list a session given `requested` (SessionOptions::engine) uses: it, else
+// GEARBOX_ENGINES, else kDefaultEngines (not validated: resolve_session_options does that).
+std::string resolve_engines(const std::string& requested);
+
+// What Session::create does to an imported model before it builds the executor, and what
+// gearbox compile does before it writes the .gbm: the optimizer's passes, then partitioning,
+// with the options as resolve_session_options() returned them. `compiled`: the model comes
+// from a .gbm and its nodes keep their engines where they can (runtime/partitioner.h).
+struct OptimizedModel {
+  OptimizerReport report;
+  Partition partition;
+};
+Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions& resolved, bool compiled = false);
 
 // A model input or output as the model declares it.
 struct IoInfo {
@@ -87,6 +119,9 @@ class Session {
   const OptimizerReport& optimizer_report() const { return optimizer_report_; }
   // The engine priority list this session uses ("cpu.dnnl,cpu.ref").
   const std::string& engines() const { return options_.engine; }
+  // The OpenMP thread count its runs use (set for the run on the calling thread and restored
+  // after it, so it never leaks to the next session run on that thread).
+  int threads() const { return options_.threads; }
   // Where the partitioner placed the nodes (regions, nodes per engine): for reports.
   const Partition& partition() const { return partition_; }
   // The options as resolved at load (engine list filled in): what re-optimizing the same
@@ -142,8 +177,8 @@ class Session {
   std::unique_ptr<PlanCache> plan_cache_;
   OptimizerReport optimizer_report_;
   Partition partition_;
-  int threads_ = 0;  // resolved thread count, applied per calling thread; 0: OpenMP's default
   device::MemoryPool* device_pool_ = nullptr;
+  KernelOptions kernel_options_;  // from options_, installed on the calling thread for each run
 };
 
 }  // namespace gearbox

@@ -3,8 +3,6 @@
 // ones). `--json` prints the same as one JSON object; `--rounds-stdin` keeps the loaded,
 // warmed-up session and runs rounds on request, so a driver (bench/ort_compare.py) can
 // alternate it with another runtime without reloading either.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
@@ -31,12 +29,11 @@ struct BenchOptions {
   std::vector<std::string> shapes;  // NAME:D0,D1,...
   int loop = 10;
   int warmup = 1;
-  int threads = 0;
   bool json = false;
   std::string output_dir;  // outputs of the first run, as .npy
   bool rounds_stdin = false;
   bool prepare = false;  // Session::prepare() inside the load time
-  std::vector<std::string> engines;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
 };
 
 using Clock = std::chrono::steady_clock;
@@ -144,11 +141,10 @@ int bench(const BenchOptions& o) {
   for (const std::string& spec : o.shapes)
     if (auto p = parse_shape(spec); !p.ok()) return report(p.status());
 
-  SessionOptions so;
-  so.threads = o.threads;
-  so.engine_overrides = o.engines;
+  auto so = o.session.to_session_options();
+  if (!so.ok()) return report(so.status());
   auto t_load = Clock::now();
-  auto session = Session::load(o.model, so);
+  auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (o.prepare) {
     auto prepared = (*session)->prepare();
@@ -166,7 +162,7 @@ int bench(const BenchOptions& o) {
   if (!o.output_dir.empty())
     if (Status st = write_outputs(**session, *first, o.output_dir); !st.ok()) return report(st);
 
-  const int threads = omp_get_max_threads();
+  const int threads = (*session)->threads();  // what ran: the session's own count
   nlohmann::json inputs = nlohmann::json::array();
   for (const auto& [name, t] : *feeds)
     inputs.push_back({{"name", name}, {"shape", t.dims()}, {"dtype", std::string(dtype_name(t.dtype()))}});
@@ -225,8 +221,7 @@ void add_bench_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("model", o->model, "The model (.onnx or .gbm)")->required();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable); others get random data");
   sub->add_option("--shape", o->shapes, "NAME:D0,D1,... dims of a random input, fixing its symbolic dims (repeatable)");
-  sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
-  add_engine_option(sub, &o->engines);
+  add_session_flags(sub, &o->session);
   sub->add_option("--loop", o->loop, "Timed runs (default 10)");
   sub->add_option("--warmup", o->warmup, "Untimed runs after the first run (default 1)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");

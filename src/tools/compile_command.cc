@@ -25,11 +25,9 @@ struct CompileOptions {
   std::string model;
   std::string output;
   std::string input_shape;                  // "name:1,3,224,224;name2:..."
-  std::vector<std::string> disable_passes;  // --disable-pass NAME (repeatable)
-  std::string fusion_switch;                // --fusion-switch FILE.json
+  SessionFlags session;                     // --engines, --engine, --disable-pass, ... as a session takes them
   std::string target = "native";
   std::string report_path;
-  std::vector<std::string> engines;         // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
   bool quiet = false;                       // --quiet: no progress on stderr
 };
 
@@ -96,17 +94,17 @@ Status apply_input_shapes(Model& model, const std::string& spec, OptimizerOption
 int compile(const CompileOptions& o) {
   if (o.target != "native" && o.target != "generic")
     return report(make_error(ErrorCode::USAGE, "--target must be native or generic, not '", o.target, "'"));
-  OptimizerOptions opts;
-  opts.plan_memory = true;  // stored in the .gbm and reported
-  opts.disabled_passes = o.disable_passes;
-  if (!o.fusion_switch.empty()) {
-    auto sw = read_fusion_switch_file(o.fusion_switch);
-    if (!sw.ok()) return report(sw.status());
-    opts.switches = std::move(sw).value();
-  }
+  // The options a session built with the same flags and environment would have
+  // (resolve_session_options), so the .gbm holds the graph that session would run.
+  SessionOptions base;
+  base.optimizer.plan_memory = true;  // stored in the .gbm and reported
+  auto requested = o.session.to_session_options(base);
+  if (!requested.ok()) return report(requested.status());
+  auto resolved = resolve_session_options(*requested);
+  if (!resolved.ok()) return report(resolved.status());
+  SessionOptions& so = *resolved;
   // Syntax first, before paying for the import.
-  auto overrides = parse_engine_overrides(o.engines);
-  if (!overrides.ok()) return report(overrides.status());
+  if (auto overrides = parse_engine_overrides(so.engine_overrides); !overrides.ok()) return report(overrides.status());
   // Phases on stderr as they pass (a bar on a terminal): a large model takes minutes.
   std::optional<ConsoleProgress> progress;
   if (!o.quiet) progress.emplace("compile", ConsoleProgress::on_terminal());
@@ -115,15 +113,14 @@ int compile(const CompileOptions& o) {
   io.progress = shown;
   auto model = import_onnx_file(o.model, io);
   if (!model.ok()) return report(model.status());
-  if (Status s = apply_input_shapes(*model, o.input_shape, opts); !s.ok()) return report(s);
-  opts.progress = shown;
-  auto rep = optimize(*model, opts);
-  if (!rep.ok()) return report(rep.status());
-  // Engines are chosen as a session would (SessionOptions::engine, else GEARBOX_ENGINES, else
-  // the default list) and stored per node in the .gbm.
-  progress_begin(shown, "partition");
-  auto part = partition(*model, split_list(resolve_engines("")), *overrides);
-  if (!part.ok()) return report(part.status());
+  if (Status s = apply_input_shapes(*model, o.input_shape, so.optimizer); !s.ok()) return report(s);
+  so.optimizer.progress = shown;
+  // The path Session::create takes: the passes, then partitioning; each node's engine is
+  // stored in the .gbm.
+  auto optimized = optimize_and_partition(*model, so);
+  if (!optimized.ok()) return report(optimized.status());
+  const OptimizerReport* rep = &optimized->report;
+  const Partition* part = &optimized->partition;
 
   gbm::WriteOptions wo;
   // The engines' kernels pick their code path on the running CPU (oneDNN's JIT, Highway's
@@ -164,9 +161,7 @@ void add_compile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("model", o->model, "The .onnx model")->required();
   sub->add_option("-o,--output", o->output, "The .gbm to write")->required();
   sub->add_option("--input-shape", o->input_shape, "Fix input shapes: \"name:1,3,224,224;name2:...\"");
-  sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
-  sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
-  add_engine_option(sub, &o->engines);
+  add_session_flags(sub, &o->session);
   sub->add_option("--target", o->target, "native: require this build's CPU features; generic: require none");
   sub->add_option("--report", o->report_path, "Write the optimizer report and file sizes as JSON");
   sub->add_flag("-q,--quiet", o->quiet, "Do not show the phases on stderr (a bar on a terminal, lines otherwise)");

@@ -140,7 +140,7 @@ int demo() {
   std::cout << "gearbox demo: a residual CNN built in code (" << nodes << " nodes, " << params
             << " parameters, seeded weights)\n"
             << "  input  image float32[1,3,32,32] (deterministic pattern)\n"
-            << "  engines " << (*session)->engines() << ", " << omp_get_max_threads() << " threads\n"
+            << "  engines " << (*session)->engines() << ", " << (*session)->threads() << " threads\n"
             << "  output probabilities " << describe(p) << ", sum " << fmt::format("{:.6f}", total) << "\n"
             << "  top-3 classes:";
   for (int k = 0; k < 3; ++k) std::cout << fmt::format("  #{} p={:.4f}", order[static_cast<size_t>(k)], p.data<float>()[order[static_cast<size_t>(k)]]);

@@ -24,9 +24,14 @@
 #include "device/runtime_libraries.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
+#include "runtime/session.h"
 #include "tools/commands.h"
 
 extern char** environ;
+
+#ifndef GEARBOX_VERSION_STRING
+#define GEARBOX_VERSION_STRING "unknown"
+#endif
 
 namespace gearbox::cli {
 namespace {
@@ -74,12 +79,26 @@ Check check_fast_isa(const Capabilities& caps) {
           "Run on an x86-64 CPU with AVX2 and FMA (2013 or later) for usable speed"};
 }
 
-// A .gbm's required ISA, through the reader: it refuses a CPU that lacks one of the features
-// (GBM_ISA_MISSING, a FAIL here) and any damaged file with its own code.
-Result<std::vector<std::string>> gbm_required_isa(const std::string& path) {
+// A .gbm's record, through the reader: it refuses a CPU that lacks one of the required
+// features (GBM_ISA_MISSING, a FAIL here), a required file feature this gearbox does not
+// implement (GBM_VERSION_NEWER) and any damaged file with its own code.
+Result<gbm::Info> gbm_info(const std::string& path) {
   gbm::Info info;
   GBX_RETURN_IF_ERROR(gbm::read_file(path, &info).status());
-  return info.required_isa;
+  return info;
+}
+
+// The pre-load verdict: the model imported (or read), optimized and partitioned exactly as
+// `gearbox run` would with this environment, so an op no engine serves (OP_UNSUPPORTED), a
+// bad GEARBOX_ENGINES or any other load error FAILs here, naming it, instead of at the run.
+Check check_model_loads(const std::string& path) {
+  auto session = Session::load(path);
+  if (!session.ok()) {
+    const Status& st = session.status();
+    return {"FAIL", "model.partition", st.to_string(), std::string(error_info(st.code()).fix)};
+  }
+  return {"PASS", "model.partition", path + " loads with engines " + (*session)->engines() + ": " +
+                                         (*session)->partition().summary(), ""};
 }
 
 std::vector<Check> check_model(const std::string& path, const Capabilities& caps) {
@@ -87,14 +106,20 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
   if (!in)
     return {{"FAIL", "model.open", "cannot open " + path, "Check the path and its permissions (ls -l " + path + ")"}};
   std::vector<std::string> need;
+  std::vector<Check> out;
   if (gbm::is_gbm_file(path)) {
-    auto r = gbm_required_isa(path);
+    auto r = gbm_info(path);
     if (!r.ok()) {
       const Status& st = r.status();
       return {{"FAIL", st.code() == ErrorCode::GBM_ISA_MISSING ? "model.isa" : "model.parse", st.to_string(),
                std::string(error_info(st.code()).fix)}};
     }
-    need = std::move(r).value();
+    out.push_back({"PASS", "model.gbm",
+                   path + ": format version " + std::to_string(r->format_version) + ", compiled by gearbox " +
+                       (r->gearbox_version.empty() ? std::string("(not recorded)") : r->gearbox_version) +
+                       " (this is gearbox " + GEARBOX_VERSION_STRING + ")",
+                   ""});
+    need = std::move(r->required_isa);
   } else {
     onnx::ModelProto m;
     if (!m.ParseFromIstream(&in) || !m.has_graph())
@@ -104,18 +129,38 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
     for (const auto& p : m.metadata_props())
       if (p.key() == gbm::kRequiredIsaKey) need = split_list(p.value());
   }
-  if (need.empty())
-    return {{"PASS", "model.isa", path + " declares no CPU feature requirement", ""}};
   std::vector<std::string> missing;
   for (const auto& f : need)
     if (!caps.has(f)) missing.push_back(f);
-  if (!missing.empty())
-    return {{"FAIL", "model.isa",
-             path + " was compiled for " + join(need) + " but the CPU lacks " + join(missing) +
-                 (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)"),
-             "Recompile the model for this machine (gearbox compile on this CPU, or for a baseline target), "
-             "or run it on a CPU with " + join(missing)}};
-  return {{"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""}};
+  if (need.empty()) {
+    out.push_back({"PASS", "model.isa", path + " declares no CPU feature requirement", ""});
+  } else if (!missing.empty()) {
+    out.push_back({"FAIL", "model.isa",
+                   path + " was compiled for " + join(need) + " but the CPU lacks " + join(missing) +
+                       (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)"),
+                   "Recompile the model for this machine (gearbox compile on this CPU, or for a baseline target), "
+                   "or run it on a CPU with " + join(missing)});
+    return out;
+  } else {
+    out.push_back({"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""});
+  }
+  out.push_back(check_model_loads(path));
+  return out;
+}
+
+// The session options this environment gives (GEARBOX_ENGINES, GEARBOX_NUM_THREADS, ...),
+// resolved and validated as Session::create does: an engine this gearbox does not have
+// (GEARBOX_ENGINES=cuda) FAILs here rather than passing unchecked.
+Check check_session_options() {
+  auto o = resolve_session_options(SessionOptions{});
+  if (!o.ok())
+    return {"FAIL", o.status().code() == ErrorCode::ENGINE_UNKNOWN ? "engines" : "session.options",
+            o.status().to_string(), std::string(error_info(o.status().code()).fix)};
+  return {"PASS", "engines",
+          "engines " + o->engine + (env("GEARBOX_ENGINES").empty() ? " (default)" : " (GEARBOX_ENGINES)") +
+              ", every one of them built in; " + std::to_string(o->threads) + " threads per run, plan cache " +
+              std::to_string(o->plan_cache_size) + (o->conv_winograd ? "" : ", Winograd off"),
+          ""};
 }
 
 std::vector<Check> check_libraries() {
@@ -220,7 +265,7 @@ Check check_threads(const Capabilities& caps) {
 
 Check check_op_path() {
   std::string p = env("GEARBOX_OP_PATH");
-  if (p.empty()) return {"PASS", "op_plugins", "GEARBOX_OP_PATH not set: no custom-op plugins are loaded", ""};
+  if (p.empty()) return {"PASS", "op_plugins", "GEARBOX_OP_PATH not set (this gearbox loads no custom-op plugins)", ""};
   std::vector<std::string> bad;
   int libs = 0;
   for (const std::string& dir : split_list(p, ':')) {
@@ -235,7 +280,11 @@ Check check_op_path() {
   if (!bad.empty())
     return {"FAIL", "op_plugins", "GEARBOX_OP_PATH names folders that do not exist or cannot be read: " + join(bad),
             "Fix GEARBOX_OP_PATH (a colon-separated list of folders holding plugin .so files)"};
-  return {"PASS", "op_plugins", "GEARBOX_OP_PATH=" + p + ": " + std::to_string(libs) + " plugin libraries found", ""};
+  // Nothing in this gearbox loads them: saying they were found would suggest they run.
+  return {"WARN", "op_plugins",
+          "GEARBOX_OP_PATH=" + p + " holds " + std::to_string(libs) +
+              " .so file(s), but this gearbox has no custom-op plugin loader: none of them is loaded",
+          "Unset GEARBOX_OP_PATH; a custom operator needs a kernel registered in the build (docs/architecture.md)"};
 }
 
 Check check_log_dir() {
@@ -273,6 +322,7 @@ int doctor(const DoctorOptions& o) {
     for (auto& c : check_model(o.model, caps)) checks.push_back(c);
   for (auto& c : check_libraries()) checks.push_back(c);
   for (auto& c : check_environment(caps)) checks.push_back(c);
+  checks.push_back(check_session_options());
   checks.push_back(check_threads(caps));
   checks.push_back(check_op_path());
   checks.push_back(check_log_dir());

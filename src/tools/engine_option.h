@@ -1,5 +1,9 @@
-// `--engine NODE_OR_OPTYPE=ENGINE`, the partitioner's override (runtime/partitioner.h), shared
-// by the commands that load a model (compile, run, bench, profile) so its text is one.
+// The session flags every command that builds a session offers (run, bench, profile, serve,
+// compile), defined once here so their names, text and meaning cannot drift apart:
+//   --threads N, --engines LIST, --engine NODE_OR_OPTYPE=ENGINE, --disable-pass NAME,
+//   --fusion-switch FILE.json, --no-winograd
+// They fill a SessionOptions (runtime/session.h); what a flag leaves unset is filled from the
+// environment by resolve_session_options when the session is created (or compile starts).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,10 +11,25 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+#include "runtime/session.h"
+
 namespace gearbox::cli {
 
-// Registers the repeatable option; the specs are checked when the model is partitioned
-// (USAGE for a malformed one, an unknown engine, or a target that matches no node).
-void add_engine_option(CLI::App* sub, std::vector<std::string>* overrides);
+struct SessionFlags {
+  int threads = 0;                               // --threads (0: GEARBOX_NUM_THREADS, else all cores)
+  std::string engines;                           // --engines cpu.simd,cpu.ref (priority list)
+  std::vector<std::string> engine_overrides;     // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  std::vector<std::string> disable_passes;       // --disable-pass NAME (repeatable)
+  std::string fusion_switch;                     // --fusion-switch FILE.json
+  bool no_winograd = false;                      // --no-winograd
+
+  // The options these flags ask for, on top of `base` (a command's own settings such as
+  // optimizer.plan_memory). FUSION_SWITCH_INVALID / PASS_UNKNOWN for a bad --fusion-switch file.
+  Result<SessionOptions> to_session_options(SessionOptions base = {}) const;
+};
+
+// Registers the flags above on `sub`, writing into `*flags`.
+void add_session_flags(CLI::App* sub, SessionFlags* flags);
 
 }  // namespace gearbox::cli

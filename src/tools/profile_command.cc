@@ -32,11 +32,9 @@ struct ProfileOptions {
   bool random_inputs = false;
   int loop = 10;
   int warmup = 1;
-  int threads = 0;
   std::string output_dir;
-  std::vector<std::string> disabled_passes;
-  DumpOptions dump;  // --dump-tensors, --dump-dir
-  std::vector<std::string> engines;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
+  DumpOptions dump;      // --dump-tensors, --dump-dir
 };
 
 Status write_file(const std::filesystem::path& path, const std::string& text) {
@@ -113,12 +111,11 @@ std::optional<ArenaPlan> arena_plan(const Session& session) {
 int profile(const ProfileOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
     return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
-  SessionOptions so;
-  so.threads = o.threads;
-  so.optimizer.disabled_passes = o.disabled_passes;
-  so.engine_overrides = o.engines;
-  so.optimizer.plan_memory = true;  // memory.csv shows the arena plan next to the pool's use
-  auto session = Session::load(o.model, so);
+  SessionOptions base;
+  base.optimizer.plan_memory = true;  // memory.csv shows the arena plan next to the pool's use
+  auto so = o.session.to_session_options(base);
+  if (!so.ok()) return report(so.status());
+  auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
   auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
@@ -189,9 +186,7 @@ void add_profile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
   sub->add_option("--loop", o->loop, "Profiled runs (default 10)");
   sub->add_option("--warmup", o->warmup, "Unprofiled runs first (default 1)");
-  sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
-  sub->add_option("--disable-pass", o->disabled_passes, "Switch an optimizer pass off (repeatable)");
-  add_engine_option(sub, &o->engines);
+  add_session_flags(sub, &o->session);
   sub->add_option("--output-dir", o->output_dir, "Where trace.json, op_summary.csv, memory.csv, report.html go")
       ->required();
   add_dump_options(sub, &o->dump);

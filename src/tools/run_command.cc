@@ -1,7 +1,5 @@
 // `gearbox run MODEL`: runs a model on .npy inputs (or deterministic random ones), writes
 // outputs as .npy and reports latency; `--json` prints exactly one JSON object on stdout.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -26,12 +24,9 @@ struct RunOptions {
   std::string output_dir;
   int loop = 1;
   int warmup = 0;
-  int threads = 0;
   bool json = false;
-  std::vector<std::string> disable_passes;  // --disable-pass NAME (repeatable)
-  std::string fusion_switch;                // --fusion-switch FILE.json
-  DumpOptions dump;                         // --dump-tensors, --dump-dir
-  std::vector<std::string> engines;         // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
+  DumpOptions dump;      // --dump-tensors, --dump-dir
 };
 
 // A short preview of a tensor's first values, for the human-readable report.
@@ -49,16 +44,9 @@ std::string preview(const Tensor& t) {
 int run(const RunOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
     return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
-  SessionOptions so;
-  so.threads = o.threads;
-  so.optimizer.disabled_passes = o.disable_passes;
-  so.engine_overrides = o.engines;
-  if (!o.fusion_switch.empty()) {
-    auto sw = read_fusion_switch_file(o.fusion_switch);
-    if (!sw.ok()) return report(sw.status());
-    so.optimizer.switches = std::move(sw).value();
-  }
-  auto session = Session::load(o.model, so);
+  auto so = o.session.to_session_options();
+  if (!so.ok()) return report(so.status());
+  auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
   auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
@@ -103,7 +91,7 @@ int run(const RunOptions& o) {
     out_list.push_back(entry);
   }
   LatencyStats lat = summarize_latency(times);
-  const int threads = omp_get_max_threads();
+  const int threads = (*session)->threads();  // what ran: the session's own count
   if (o.json) {
     nlohmann::json j{{"model", o.model},
                      {"outputs", out_list},
@@ -141,11 +129,8 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy");
   sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");
-  sub->add_option("--threads", o->threads, "Threads (default: GEARBOX_NUM_THREADS, else all cores)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
-  sub->add_option("--disable-pass", o->disable_passes, "Turn a graph pass off (repeatable; see docs/graph_engine.md)");
-  sub->add_option("--fusion-switch", o->fusion_switch, "JSON file of graph pass name -> \"on\" | \"off\"");
-  add_engine_option(sub, &o->engines);
+  add_session_flags(sub, &o->session);
   add_dump_options(sub, &o->dump);
   sub->callback([o, action] { *action = [o] { return run(*o); }; });
 }

@@ -14,6 +14,7 @@
 #include "base/logging.h"
 #include "serve/server.h"
 #include "tools/commands.h"
+#include "tools/engine_option.h"
 
 namespace gearbox::cli {
 namespace {
@@ -23,7 +24,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;
   int metrics_port = 8002;
-  int threads = 0;
+  SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
   int workers = 1;
   int http_threads = 32;
   int max_batch = 1;
@@ -100,9 +101,9 @@ int serve(const ServeOptions& o) {
       return report(make_error(ErrorCode::USAGE, "--model name '", name, "' must not contain '/'"));
     for (const auto& r : runners)
       if (r->name() == name) return report(make_error(ErrorCode::USAGE, "--model name '", name, "' is given twice"));
-    SessionOptions sess;
-    sess.threads = o.threads;
-    auto session = Session::load(path, sess);
+    auto sess = o.session.to_session_options();
+    if (!sess.ok()) return report(sess.status());
+    auto session = Session::load(path, *sess);
     if (!session.ok()) return report(session.status().with_context("--model " + name + ": "));
     if (o.prepare) {
       // The first request would otherwise pay for primitive creation and weight packing.
@@ -159,7 +160,7 @@ void add_serve_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--host", o->host, "Address to listen on (default 127.0.0.1; other addresses must be asked for)");
   sub->add_option("--port", o->port, "Inference port (default 8000; 0 picks a free one)");
   sub->add_option("--metrics-port", o->metrics_port, "Prometheus /metrics port (default 8002; 0 picks one, -1 none)");
-  sub->add_option("--threads", o->threads, "Threads per model run (default: GEARBOX_NUM_THREADS, else all cores)");
+  add_session_flags(sub, &o->session);
   sub->add_option("--workers", o->workers, "Model runs in flight at once per model (default 1)");
   sub->add_option("--http-threads", o->http_threads, "Connections served at once (default 32)");
   sub->add_option("--max-batch", o->max_batch,

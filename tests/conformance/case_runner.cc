@@ -110,9 +110,12 @@ CaseOutcome run_case(const std::string& case_dir, const CaseOptions& options,
   SessionOptions session_options;
   session_options.threads = options.threads;
   if (options.via_gbm) {
-    // What gearbox compile + gearbox run do: optimize, write, read back, run without passes.
-    auto report = optimize(*model, session_options.optimizer);
-    if (!report) return from_status(report.status(), "optimize");
+    // What gearbox compile + gearbox run do: optimize and partition with the session's
+    // resolved options, write, read back, run without passes.
+    auto resolved = resolve_session_options(session_options);
+    if (!resolved) return from_status(resolved.status(), "options");
+    auto optimized = optimize_and_partition(*model, *resolved);
+    if (!optimized) return from_status(optimized.status(), "optimize");
     auto bytes = gbm::serialize(*model, {});
     if (!bytes) return from_status(bytes.status(), "gbm write");
     model = gbm::read_bytes(bytes->data(), bytes->size());

@@ -11,10 +11,12 @@
 // subfolder holds them is accepted too. Each case runs in a forked child (case_runner.h),
 // so a crash or a hang is recorded as CRASH / TIMEOUT and the run goes on.
 //
-// With --baseline FILE (one integer: the committed minimum pass count) the exit status is
-// non-zero when fewer cases pass, when any case crashed or timed out, or when an
-// OP_UNSUPPORTED error fails to name the op and its opset. This is what ctest runs
-// (tests/conformance/CMakeLists.txt); docs/conformance.md explains how to raise the baseline.
+// With --baseline FILE (the names of the cases that must pass, one per line) the exit status
+// is non-zero when a listed case that ran does not pass -- even if another case started
+// passing --, when any case crashed or timed out, or when an OP_UNSUPPORTED error fails to name
+// the op and its opset; the cases that changed either way are printed. This is what ctest
+// runs (tests/conformance/CMakeLists.txt); docs/conformance.md explains how to update the
+// baseline (--write-baseline FILE writes the passing cases of a full run).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,11 +35,14 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "baseline.h"
 #include "case_runner.h"
 
 namespace gearbox::conformance {
@@ -51,6 +56,7 @@ struct Options {
   std::string filter;
   std::string report;
   std::string baseline;
+  std::string write_baseline;
   double timeout_s = 20;
   int threads = 1;
   bool via_gbm = false;
@@ -68,7 +74,8 @@ struct CaseRecord {
 
 const char* kUsage =
     "usage: gearbox_conformance --suite DIR [--filter REGEX] [--report FILE.json] [--baseline FILE]\n"
-    "                           [--timeout-s N (default 20)] [--threads N (default 1)] [--via-gbm]\n"
+    "                           [--write-baseline FILE] [--timeout-s N (default 20)] [--threads N (default 1)]\n"
+    "                           [--via-gbm]\n"
     "                           [--verbose]\n";
 
 std::optional<Options> parse_args(int argc, char** argv) {
@@ -92,6 +99,8 @@ std::optional<Options> parse_args(int argc, char** argv) {
       if (!value(o.report)) return std::nullopt;
     } else if (a == "--baseline") {
       if (!value(o.baseline)) return std::nullopt;
+    } else if (a == "--write-baseline") {
+      if (!value(o.write_baseline)) return std::nullopt;
     } else if (a == "--timeout-s" || a == "--threads") {
       if (!value(v)) return std::nullopt;
       char* end = nullptr;
@@ -320,19 +329,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::optional<long> read_baseline(const std::string& path) {
+std::optional<std::set<std::string>> read_baseline(const std::string& path) {
   std::ifstream in(path);
   if (!in) return std::nullopt;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    char* end = nullptr;
-    long v = std::strtol(line.c_str() + first, &end, 10);
-    if (end == line.c_str() + first) return std::nullopt;
-    return v;
-  }
-  return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_baseline(text.str());
 }
 
 int run(const Options& opt) {
@@ -345,11 +347,12 @@ int run(const Options& opt) {
       return 2;
     }
   }
-  std::optional<long> baseline;
+  std::optional<std::set<std::string>> baseline;
   if (!opt.baseline.empty()) {
     baseline = read_baseline(opt.baseline);
     if (!baseline) {
-      std::cerr << "gearbox_conformance: cannot read an integer from baseline file " << opt.baseline << "\n";
+      std::cerr << "gearbox_conformance: cannot read the baseline file " << opt.baseline
+                << " (one passing case name per line, test_...)\n";
       return 2;
     }
   }
@@ -408,14 +411,29 @@ int run(const Options& opt) {
 
   int rc = 0;
   if (baseline) {
-    long delta = passed - *baseline;
-    std::cout << "baseline " << *baseline << ": passed " << passed << " (" << (delta >= 0 ? "+" : "") << delta
-              << ")\n";
-    if (passed < *baseline) {
-      std::cout << "conformance FAILED: " << -delta << " fewer passes than the baseline in " << opt.baseline << "\n";
+    // Per case: a listed case that ran and did not pass is a regression, whatever else
+    // started passing; a passing case not listed is progress to record.
+    std::vector<CaseResult> results;
+    for (const auto& r : records)
+      results.push_back({r.name, r.outcome.status == CaseStatus::Pass, status_name(r.outcome.status)});
+    const BaselineDiff d = diff_baseline(results, *baseline, [&](const std::string& name) {
+      return !filter || std::regex_search(name, *filter);
+    });
+    const auto& regressed = d.regressed;
+    const auto& newly_passing = d.newly_passing;
+    const auto& not_in_suite = d.missing;
+    std::cout << "baseline " << opt.baseline << ": " << d.listed_ran << " listed case(s) ran, " << regressed.size()
+              << " no longer pass, " << newly_passing.size() << " pass and are not listed\n";
+    for (const std::string& n : regressed) std::cout << "  REGRESSED " << n << "\n";
+    for (const std::string& n : newly_passing) std::cout << "  NEWLY PASSING " << n << "\n";
+    for (const std::string& n : not_in_suite) std::cout << "  MISSING " << n << " (listed, not in the suite)\n";
+    if (d.failed()) {
+      std::cout << "conformance FAILED: " << regressed.size() << " case(s) of the baseline no longer pass, "
+                << not_in_suite.size() << " are missing from the suite (lines above)\n";
       rc = 1;
-    } else if (delta > 0) {
-      std::cout << "more cases pass than the baseline: raise " << opt.baseline << " to " << passed << "\n";
+    } else if (!newly_passing.empty()) {
+      std::cout << "more cases pass than the baseline: add the NEWLY PASSING names to " << opt.baseline
+                << " (or rerun the full suite with --write-baseline " << opt.baseline << ")\n";
     }
     if (crashed + timed_out > 0) {
       std::cout << "conformance FAILED: " << crashed << " crashed, " << timed_out << " timed out (must be 0)\n";
@@ -433,7 +451,7 @@ int run(const Options& opt) {
                     {"unsupported", unsupported}, {"crashed", crashed}, {"timed_out", timed_out},
                     {"rule_violations", violations}, {"suite", opt.suite}, {"filter", opt.filter},
                     {"unsupported_by_code", by_code}, {"unsupported_ops", by_op}};
-    summary["baseline"] = baseline ? json(*baseline) : json(nullptr);
+    summary["baseline"] = baseline ? json(baseline->size()) : json(nullptr);
     json jcases = json::array();
     for (const auto& r : records) {
       json ops = json::array();
@@ -455,6 +473,25 @@ int run(const Options& opt) {
     out << report.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     if (!out) {
       std::cerr << "gearbox_conformance: cannot write report " << opt.report << "\n";
+      return 2;
+    }
+  }
+  if (!opt.write_baseline.empty()) {
+    // The passing cases of this run, sorted: what a new baseline.txt holds. Refused for a
+    // filtered run, which would drop every case it skipped.
+    if (filter) {
+      std::cerr << "gearbox_conformance: --write-baseline needs the full suite (no --filter)\n";
+      return 2;
+    }
+    std::ofstream out(opt.write_baseline);
+    out << "# The ONNX node-suite cases (onnx 1.12) gearbox passes: gearbox_conformance fails when one of\n"
+           "# them no longer passes. Written by gearbox_conformance --write-baseline from a full run;\n"
+           "# docs/conformance.md. "
+        << passed << " of " << total << " cases.\n";
+    for (const auto& r : records)
+      if (r.outcome.status == CaseStatus::Pass) out << r.name << "\n";
+    if (!out) {
+      std::cerr << "gearbox_conformance: cannot write " << opt.write_baseline << "\n";
       return 2;
     }
   }

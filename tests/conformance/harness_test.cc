@@ -5,7 +5,11 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "baseline.h"
 #include "case_runner.h"
 #include "value_compare.h"
 
@@ -13,6 +17,32 @@ namespace gearbox::conformance {
 namespace {
 
 const Tolerance kTol;  // rtol 1e-3, atol 1e-7
+
+// The per-case baseline: a regression fails the run even when another case started passing
+// (the old pass count stayed the same here and let it through), and both are reported.
+TEST(Baseline, RegressionIsCaughtWhenAnotherCaseStartsPassing) {
+  auto baseline = parse_baseline("# comment\ntest_a\n\ntest_b  \ntest_c\n");
+  ASSERT_TRUE(baseline);
+  EXPECT_EQ(*baseline, (std::set<std::string>{"test_a", "test_b", "test_c"}));
+  const std::vector<CaseResult> run{{"test_a", true, "PASS"}, {"test_b", false, "FAIL"}, {"test_c", true, "PASS"},
+                                    {"test_d", true, "PASS"}};
+  auto all = [](const std::string&) { return true; };
+  BaselineDiff d = diff_baseline(run, *baseline, all);
+  EXPECT_TRUE(d.failed());
+  EXPECT_EQ(d.regressed, std::vector<std::string>{"test_b (FAIL)"});
+  EXPECT_EQ(d.newly_passing, std::vector<std::string>{"test_d"});
+  EXPECT_EQ(d.listed_ran, 3u);
+
+  // Progress alone does not fail; a listed case missing from the suite does, unless the
+  // filter left it out.
+  const std::vector<CaseResult> better{{"test_a", true, "PASS"}, {"test_b", true, "PASS"}, {"test_d", true, "PASS"}};
+  EXPECT_EQ(diff_baseline(better, *baseline, all).missing, std::vector<std::string>{"test_c"});
+  EXPECT_TRUE(diff_baseline(better, *baseline, all).failed());
+  auto not_c = [](const std::string& n) { return n != "test_c"; };
+  EXPECT_FALSE(diff_baseline(better, *baseline, not_c).failed());
+  // The old format, a single count, is refused rather than read as no cases.
+  EXPECT_FALSE(parse_baseline("878\n"));
+}
 
 TEST(ValueCompare, FloatWithinRelativeTolerance) {
   // Allowed error for e = 1000 is 1e-7 + 1e-3 * 1000 = 1.0000001.

@@ -194,7 +194,7 @@ check(checks["env.GEARBOX_NUM_THREDS"]["status"] == "WARN", "doctor: unknown GEA
 check(checks["log_dir"]["status"] == "FAIL", "doctor: unwritable log folder")
 check(checks["threads"]["status"] in ("PASS", "WARN"), "doctor: thread check present")
 # Variables gearbox reads (docs/cli.md) are not "misspelt".
-known = {"GEARBOX_ENGINES": "cpu.ref", "GEARBOX_PLAN_CACHE_SIZE": "4", "GEARBOX_DISABLE_PASSES": "fuse_conv_bn",
+known = {"GEARBOX_ENGINES": "cpu.ref", "GEARBOX_PLAN_CACHE_SIZE": "4", "GEARBOX_DISABLE_PASSES": "conv_bn_fold",
          "GEARBOX_LOG_LEVEL": "critical", "GEARBOX_CONV_WINOGRAD": "0"}
 checks = doctor(env=known, rc=0)
 for name in known:
@@ -204,6 +204,39 @@ check(doctor(env={"GEARBOX_LOG_LEVEL": "loud"})["env.GEARBOX_LOG_LEVEL"]["status
 checks = doctor(env={"GEARBOX_NUM_THREADS": "999"}, rc=0)
 check(checks["threads"]["status"] == "WARN" and "oversubscribed" in checks["threads"]["detail"],
       "doctor: oversubscribed threads")
+
+# doctor checks what it claims (issue 21): an engine list naming an engine this gearbox does
+# not have FAILs (it used to pass GEARBOX_ENGINES=cuda), ...
+checks = doctor(env={"GEARBOX_ENGINES": "cpu.simd,cuda"}, rc=1)
+check(checks["engines"]["status"] == "FAIL" and "cuda" in checks["engines"]["detail"]
+      and "ENGINE_UNKNOWN" in checks["engines"]["detail"], f"doctor: FAIL for GEARBOX_ENGINES=cuda: {checks.get('engines')}")
+check(doctor(rc=0)["engines"]["status"] == "PASS", "doctor: the default engine list passes")
+checks = doctor(env={"GEARBOX_NUM_THREADS": "abc"}, rc=1)
+check(checks["session.options"]["status"] == "FAIL" and "GEARBOX_NUM_THREADS" in checks["session.options"]["detail"],
+      f"doctor: GEARBOX_NUM_THREADS=abc is refused as a session would: {checks.get('session.options')}")
+# ... plugin libraries on GEARBOX_OP_PATH are not reported as if something loaded them ...
+plugins = os.path.join(WORK, "plugins")
+os.makedirs(plugins, exist_ok=True)
+open(os.path.join(plugins, "libmyop.so"), "wb").close()
+op = doctor(env={"GEARBOX_OP_PATH": plugins}, rc=0)["op_plugins"]
+check(op["status"] == "WARN" and "none of them is loaded" in op["detail"] and op["fix"],
+      f"doctor: a plugin folder is a WARN that nothing loads it: {op}")
+# ... a model with an op no engine serves FAILs before any run, naming the op ...
+g = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"])], "g", [x], [y])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+unknown_op = os.path.join(WORK, "unknown_op.onnx")
+onnx.save(m, unknown_op)
+checks = doctor([unknown_op], rc=1)
+part = checks.get("model.partition", {})
+check(part.get("status") == "FAIL" and "OP_UNSUPPORTED" in part.get("detail", "") and "NoSuchOp" in part["detail"],
+      f"doctor: FAIL naming the op no engine serves: {part}")
+part = doctor([plain], rc=0).get("model.partition", {})
+check(part.get("status") == "PASS" and "cpu." in part.get("detail", ""), f"doctor: a servable model passes: {part}")
+# ... and a .gbm shows the gearbox version that compiled it.
+gbm_check = doctor([generic], rc=0).get("model.gbm", {})
+check(gbm_check.get("status") == "PASS" and "compiled by gearbox " in gbm_check.get("detail", "")
+      and "(not recorded)" not in gbm_check["detail"], f"doctor: the .gbm's gearbox version: {gbm_check}")
 
 p = run(["doctor"], {"GEARBOX_SIMULATE_MISSING_ISA": "sse2"}, expect_rc=1)
 lines = p.stdout.splitlines()

@@ -249,6 +249,57 @@ TEST(GbmFile, NewerFormatVersion) {
   EXPECT_EQ(m.status().code(), ErrorCode::GBM_VERSION_NEWER);
 }
 
+// The file records the gearbox that wrote it; a reader names that version when it refuses a
+// newer format, and refuses a required feature it does not implement (issue 21).
+TEST(GbmFile, RecordsTheGearboxVersionThatCompiledIt) {
+  std::string f = valid_file();
+  gbm::Info info;
+  ASSERT_TRUE(gbm::read_bytes(f.data(), f.size(), &info).ok());
+  EXPECT_FALSE(info.gearbox_version.empty());
+  EXPECT_NE(info.gearbox_version, "unknown") << "the build passes GEARBOX_VERSION_STRING to the writer";
+  EXPECT_TRUE(info.required_features.empty());
+
+  uint32_t v = gbm::kFormatVersion + 1;
+  std::memcpy(f.data() + 4, &v, 4);
+  auto newer = gbm::read_bytes(f.data(), f.size());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), ErrorCode::GBM_VERSION_NEWER);
+  EXPECT_NE(newer.status().message().find("written by gearbox " + info.gearbox_version), std::string::npos)
+      << newer.status().to_string();
+}
+
+TEST(GbmFile, UnknownRequiredFeatureIsRefusedNamingTheWriter) {
+  std::string onnx = tmp_path("gbm_features.onnx");
+  write(onnx, conv_model());
+  auto model = import_onnx_file(onnx);
+  ASSERT_TRUE(model.ok());
+  gbm::WriteOptions wo;
+  wo.required_features = {"int4_weights"};
+  wo.gearbox_version = "99.1.0";  // a gearbox from the future
+  auto bytes = gbm::serialize(*model, wo);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto m = gbm::read_bytes(bytes->data(), bytes->size());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::GBM_VERSION_NEWER);
+  const std::string msg = m.status().message();
+  EXPECT_NE(msg.find("99.1.0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("int4_weights"), std::string::npos) << msg;
+  // The same through a file and a Session, as gearbox run would load it.
+  std::string path = tmp_path("gbm_features.gbm");
+  write(path, *bytes);
+  auto s = Session::load(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::GBM_VERSION_NEWER);
+  EXPECT_NE(s.status().message().find("99.1.0"), std::string::npos);
+  // Without the feature the same writer's file loads.
+  wo.required_features.clear();
+  auto plain = gbm::serialize(*model, wo);
+  ASSERT_TRUE(plain.ok());
+  gbm::Info info;
+  ASSERT_TRUE(gbm::read_bytes(plain->data(), plain->size(), &info).ok());
+  EXPECT_EQ(info.gearbox_version, "99.1.0");
+}
+
 TEST(GbmFile, MissingIsaSimulated) {
   std::string onnx = tmp_path("gbm_isa.onnx");
   write(onnx, conv_model());

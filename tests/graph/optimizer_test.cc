@@ -88,25 +88,35 @@ TEST(Optimizer, FusionSwitchFile) {
   EXPECT_EQ(unknown.status().code(), ErrorCode::PASS_UNKNOWN);
 }
 
+// GEARBOX_DISABLE_PASSES is read by resolve_session_options (runtime/session.h), the one
+// place the session's environment is read, never by optimize() itself.
 TEST(Optimizer, EnvironmentSwitches) {
   const char* old = getenv("GEARBOX_DISABLE_PASSES");
   std::string saved = old ? old : "";
   setenv("GEARBOX_DISABLE_PASSES", "all", 1);
-  Model m = identity_relu();
-  OptimizerOptions o;  // use_env = true
-  auto rep = optimize(m, o);
-  ASSERT_TRUE(rep.ok());
-  EXPECT_EQ(m.graph->nodes.size(), 2u);
-  for (const auto& p : rep->passes) EXPECT_FALSE(p.ran);
+  SessionOptions so;  // optimizer.use_env = true
+  auto s1 = Session::create(identity_relu(), so);
+  ASSERT_TRUE(s1.ok()) << s1.status().to_string();
+  EXPECT_EQ((*s1)->model().graph->nodes.size(), 2u);
+  for (const auto& p : (*s1)->optimizer_report().passes) EXPECT_FALSE(p.ran);
+  // optimize() alone ignores the variable.
+  Model direct = identity_relu();
+  ASSERT_TRUE(optimize(direct, OptimizerOptions{}).ok());
+  EXPECT_EQ(direct.graph->nodes.size(), 1u);
 
   setenv("GEARBOX_DISABLE_PASSES", "cse, remove_noop", 1);
-  Model m2 = identity_relu();
-  ASSERT_TRUE(optimize(m2, o).ok());
-  EXPECT_EQ(m2.graph->nodes.size(), 2u);
+  auto resolved = resolve_session_options(so);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_FALSE(resolved->optimizer.use_env);
+  EXPECT_EQ(resolved->optimizer.disabled_passes, (std::vector<std::string>{"cse", "remove_noop"}));
+  auto s2 = Session::create(identity_relu(), so);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ((*s2)->model().graph->nodes.size(), 2u);
 
   setenv("GEARBOX_DISABLE_PASSES", "bogus", 1);
-  Model m3 = identity_relu();
-  EXPECT_EQ(optimize(m3, o).status().code(), ErrorCode::PASS_UNKNOWN);
+  EXPECT_EQ(Session::create(identity_relu(), so).status().code(), ErrorCode::PASS_UNKNOWN);
+  so.optimizer.use_env = false;  // ignores it
+  EXPECT_TRUE(Session::create(identity_relu(), so).ok());
   if (old)
     setenv("GEARBOX_DISABLE_PASSES", saved.c_str(), 1);
   else

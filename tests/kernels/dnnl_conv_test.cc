@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/dnnl_test_util.h"
+#include "kernels/kernel_options.h"
 
 namespace gearbox {
 namespace {
@@ -152,7 +153,7 @@ TEST(DnnlConv, RunTimeWeightsAreNotCached) {
 // NCHW, FusedConv with residual and activation, and channels-last, odd spatial sizes; checked
 // against the reference and through winograd_conv_runs, so a silent switch back to the
 // direct kernel cannot pass. Not eligible (stride 2, too few channels, 5x6) or turned off by
-// GEARBOX_CONV_WINOGRAD=0: the direct kernel, same results.
+// SessionOptions::conv_winograd = 0: the direct kernel, same results.
 TEST(DnnlConv, Winograd3x3AgainstReference) {
   std::mt19937 g(33);
   auto conv3x3 = [&](const char* op, Dims x, int64_t m, bool residual, const char* act) {
@@ -188,9 +189,12 @@ TEST(DnnlConv, Winograd3x3AgainstReference) {
   expect_dnnl_matches_ref(strided, 64 * 9, "stride 2");
   expect_dnnl_matches_ref(conv3x3("Conv", {1, 32, 14, 14}, 64, false, nullptr), 32 * 9, "32 input channels");
   expect_dnnl_matches_ref(conv3x3("Conv", {1, 64, 5, 6}, 64, false, nullptr), 64 * 9, "5x6 output");
-  ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
-  expect_dnnl_matches_ref(eligible[1], 64 * 9, "winograd off");
-  ::unsetenv("GEARBOX_CONV_WINOGRAD");
+  {
+    KernelOptions off;
+    off.conv_winograd = false;
+    KernelOptionsScope scope(&off);
+    expect_dnnl_matches_ref(eligible[1], 64 * 9, "winograd off");
+  }
   EXPECT_EQ(dnnl_engine::winograd_conv_runs(), before);
 }
 
@@ -233,9 +237,12 @@ TEST(DnnlConv, NodeCacheReusedOnlyWhileItFits) {
   const KernelCall wino = nhwc_call({1, 15, 15, 64}, w3, b3, false);
   expect_dnnl_matches_ref(wino, 64 * 9, "winograd, first run");
   int64_t wino_runs = dnnl_engine::winograd_conv_runs();
-  ::setenv("GEARBOX_CONV_WINOGRAD", "0", 1);
-  expect_dnnl_matches_ref(wino, 64 * 9, "winograd switched off");
-  ::unsetenv("GEARBOX_CONV_WINOGRAD");
+  {
+    KernelOptions off;
+    off.conv_winograd = false;
+    KernelOptionsScope scope(&off);
+    expect_dnnl_matches_ref(wino, 64 * 9, "winograd switched off");
+  }
   EXPECT_EQ(dnnl_engine::winograd_conv_runs(), wino_runs) << "a kept Winograd primitive ran with Winograd off";
   expect_dnnl_matches_ref(wino, 64 * 9, "winograd on again");
   EXPECT_EQ(dnnl_engine::winograd_conv_runs(), wino_runs + 1);

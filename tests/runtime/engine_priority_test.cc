@@ -71,11 +71,13 @@ TEST(EnginePriority, OrderDecides) {
   EXPECT_EQ(run_relu<double>(*s), (std::vector<double>{0, 3}));
 }
 
-TEST(EnginePriority, NoEngineServesTheNode) {
+// A list naming an engine this gearbox does not have is refused as such (it used to be
+// skipped, leaving an OP_UNSUPPORTED for the first node).
+TEST(EnginePriority, UnknownEngineInTheListIsRefused) {
   Status error;
   auto s = relu_session(onnx::TensorProto::FLOAT, "cpu.none", &error);
   EXPECT_FALSE(s);
-  EXPECT_EQ(error.code(), ErrorCode::OP_UNSUPPORTED);
+  EXPECT_EQ(error.code(), ErrorCode::ENGINE_UNKNOWN);
   EXPECT_NE(error.message().find("cpu.none"), std::string::npos) << error.message();
 }
 

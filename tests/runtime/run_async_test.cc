@@ -7,6 +7,7 @@
 
 #include "graph/onnx_importer.h"
 #include "graph/onnx_test_models.h"
+#include "runtime/node_observer.h"
 #include "runtime/session.h"
 
 namespace gearbox {
@@ -63,7 +64,18 @@ TEST(RunAsync, ErrorArrivesThroughTheEvent) {
 }
 
 // OpenMP's thread count is per thread: a session created with threads=1 must run with one
-// thread on any thread that calls it, not only on the thread that created it.
+// thread on any thread that calls it, not only on the thread that created it, and give that
+// thread its own count back after the run.
+class ThreadCountProbe : public NodeObserver {
+ public:
+  Status before_node(const Node&, int, const std::vector<const RuntimeValue*>&) override {
+    during = omp_get_max_threads();
+    return Status::OK();
+  }
+  Status after_node(const Node&, int, const std::vector<RuntimeValue>&) override { return Status::OK(); }
+  int during = -1;
+};
+
 TEST(SessionThreads, AppliedOnEveryCallingThread) {
   auto model = import_onnx_bytes(testing::serialize(testing::add_relu_model()), "");
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -71,16 +83,18 @@ TEST(SessionThreads, AppliedOnEveryCallingThread) {
   options.threads = 1;
   auto s = Session::create(std::move(model).value(), options);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
-  int seen = -1;
+  int after = -1;
   bool ok = false;
+  ThreadCountProbe probe;
   std::thread caller([&] {
     omp_set_num_threads(3);  // what this thread would otherwise use
-    ok = (*s)->run(feeds(0)).ok();
-    seen = omp_get_max_threads();
+    ok = (*s)->run(feeds(0), nullptr, &probe).ok();
+    after = omp_get_max_threads();
   });
   caller.join();
   EXPECT_TRUE(ok);
-  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(probe.during, 1);
+  EXPECT_EQ(after, 3) << "the run leaked its thread count to the calling thread";
 }
 
 }  // namespace

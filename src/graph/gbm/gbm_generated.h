@@ -1036,7 +1036,8 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_OUTPUTS = 28,
     VT_INITIALIZERS = 30,
     VT_MEMORY = 32,
-    VT_OPTIMIZER_REPORT = 34
+    VT_OPTIMIZER_REPORT = 34,
+    VT_REQUIRED_FEATURES = 36
   };
   uint32_t format_version() const {
     return GetField<uint32_t>(VT_FORMAT_VERSION, 0);
@@ -1086,6 +1087,9 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *optimizer_report() const {
     return GetPointer<const flatbuffers::String *>(VT_OPTIMIZER_REPORT);
   }
+  const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *required_features() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *>(VT_REQUIRED_FEATURES);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FORMAT_VERSION, 4) &&
@@ -1122,6 +1126,9 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyTable(memory()) &&
            VerifyOffset(verifier, VT_OPTIMIZER_REPORT) &&
            verifier.VerifyString(optimizer_report()) &&
+           VerifyOffset(verifier, VT_REQUIRED_FEATURES) &&
+           verifier.VerifyVector(required_features()) &&
+           verifier.VerifyVectorOfStrings(required_features()) &&
            verifier.EndTable();
   }
 };
@@ -1178,6 +1185,9 @@ struct ModelBuilder {
   void add_optimizer_report(flatbuffers::Offset<flatbuffers::String> optimizer_report) {
     fbb_.AddOffset(Model::VT_OPTIMIZER_REPORT, optimizer_report);
   }
+  void add_required_features(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> required_features) {
+    fbb_.AddOffset(Model::VT_REQUIRED_FEATURES, required_features);
+  }
   explicit ModelBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1206,9 +1216,11 @@ inline flatbuffers::Offset<Model> CreateModel(
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> outputs = 0,
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> initializers = 0,
     flatbuffers::Offset<gearbox::gbm::fb::MemoryPlan> memory = 0,
-    flatbuffers::Offset<flatbuffers::String> optimizer_report = 0) {
+    flatbuffers::Offset<flatbuffers::String> optimizer_report = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> required_features = 0) {
   ModelBuilder builder_(_fbb);
   builder_.add_ir_version(ir_version);
+  builder_.add_required_features(required_features);
   builder_.add_optimizer_report(optimizer_report);
   builder_.add_memory(memory);
   builder_.add_initializers(initializers);
@@ -1244,7 +1256,8 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
     const std::vector<int32_t> *outputs = nullptr,
     const std::vector<int32_t> *initializers = nullptr,
     flatbuffers::Offset<gearbox::gbm::fb::MemoryPlan> memory = 0,
-    const char *optimizer_report = nullptr) {
+    const char *optimizer_report = nullptr,
+    const std::vector<flatbuffers::Offset<flatbuffers::String>> *required_features = nullptr) {
   auto gearbox_version__ = gearbox_version ? _fbb.CreateString(gearbox_version) : 0;
   auto required_isa__ = required_isa ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*required_isa) : 0;
   auto precision__ = precision ? _fbb.CreateString(precision) : 0;
@@ -1258,6 +1271,7 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
   auto outputs__ = outputs ? _fbb.CreateVector<int32_t>(*outputs) : 0;
   auto initializers__ = initializers ? _fbb.CreateVector<int32_t>(*initializers) : 0;
   auto optimizer_report__ = optimizer_report ? _fbb.CreateString(optimizer_report) : 0;
+  auto required_features__ = required_features ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*required_features) : 0;
   return gearbox::gbm::fb::CreateModel(
       _fbb,
       format_version,
@@ -1275,7 +1289,8 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
       outputs__,
       initializers__,
       memory,
-      optimizer_report__);
+      optimizer_report__,
+      required_features__);
 }
 
 inline const gearbox::gbm::fb::Model *GetModel(const void *buf) {

@@ -12,9 +12,14 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "device/device.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_generated.h"
+
+#ifndef GEARBOX_VERSION_STRING
+#define GEARBOX_VERSION_STRING "unknown"
+#endif
 
 namespace gearbox::gbm {
 namespace {
@@ -52,8 +57,8 @@ class Reader {
     Header h;
     h.version = load<uint32_t>(data_ + 4);
     if (h.version > kFormatVersion)
-      return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " has format version ", h.version,
-                        "; this gearbox reads up to version ", kFormatVersion);
+      return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " has format version ", h.version, writer_hint(),
+                        "; this gearbox (", GEARBOX_VERSION_STRING, ") reads up to version ", kFormatVersion);
     if (h.version == 0) return make_error(ErrorCode::GBM_INVALID, where_, " has format version 0");
     if (size_ < kHeaderSize)
       return make_error(ErrorCode::GBM_TRUNCATED, where_, " is ", size_, " bytes: shorter than the ", kHeaderSize,
@@ -85,12 +90,17 @@ class Reader {
     blob_size_ = h.blob_size;
     if (m_->format_version() > kFormatVersion)
       return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " has metadata version ", m_->format_version(),
-                        "; this gearbox reads up to version ", kFormatVersion);
+                        " (written by gearbox ", str(m_->gearbox_version()), "); this gearbox (", GEARBOX_VERSION_STRING,
+                        ") reads up to version ", kFormatVersion);
+    GBX_RETURN_IF_ERROR(check_features());
     GBX_RETURN_IF_ERROR(check_isa());
+    GBX_LOG_INFO("GBM", "{}: format version {}, compiled by gearbox {}{}", where_, m_->format_version(),
+                 str(m_->gearbox_version()), required_isa_.empty() ? "" : ", requires " + join(required_isa_));
     if (info) {
       info->format_version = m_->format_version();
       info->gearbox_version = str(m_->gearbox_version());
       info->required_isa = required_isa_;
+      info->required_features = required_features_;
       info->precision = str(m_->precision());
       info->optimizer_report_json = str(m_->optimizer_report());
       if (m_->memory()) {
@@ -103,6 +113,34 @@ class Reader {
   }
 
  private:
+  // " (written by gearbox X)" when a file of a newer format still has metadata this
+  // gearbox can verify (fields are only ever appended), else "": for the error message only.
+  std::string writer_hint() const {
+    if (size_ < kHeaderSize) return "";
+    const uint64_t off = load<uint64_t>(data_ + 16), size = load<uint64_t>(data_ + 24);
+    if (off < kHeaderSize || off > size_ || size > size_ - off) return "";
+    flatbuffers::Verifier verifier(data_ + off, size);
+    if (!fb::VerifyModelBuffer(verifier)) return "";
+    std::string v = str(fb::GetModel(data_ + off)->gearbox_version());
+    return v.empty() ? "" : " (written by gearbox " + v + ")";
+  }
+
+  // Every feature the file requires must be one this reader implements (none yet: the list
+  // exists so that a later gearbox can mark a change older readers must not misread).
+  Status check_features() {
+    static const std::set<std::string> known;  // features this gearbox implements
+    std::vector<std::string> unknown;
+    if (m_->required_features())
+      for (const auto* s : *m_->required_features()) {
+        required_features_.push_back(str(s));
+        if (!known.count(required_features_.back())) unknown.push_back(required_features_.back());
+      }
+    if (unknown.empty()) return Status::OK();
+    return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " was compiled by gearbox ",
+                      str(m_->gearbox_version()), " and requires feature(s) ", join(unknown),
+                      " that this gearbox (", GEARBOX_VERSION_STRING, ") does not implement");
+  }
+
   Status check_isa() {
     if (m_->required_isa())
       for (const auto* s : *m_->required_isa()) required_isa_.push_back(str(s));
@@ -391,6 +429,7 @@ class Reader {
   const uint8_t* blob_ = nullptr;
   uint64_t blob_size_ = 0;
   std::vector<std::string> required_isa_;
+  std::vector<std::string> required_features_;
   std::vector<Value*> values_;             // Model.values index -> the value, once created
   std::vector<const fb::Graph*> claimed_by_;    // Model.values index -> defining subgraph (nullptr: main)
   std::vector<const Graph*> value_graph_;  // Model.values index -> the graph it was created in

@@ -58,6 +58,9 @@ class Writer {
       opsets.push_back(fb::CreateOpset(b_, b_.CreateString(domain), version));
     std::vector<fbs::Offset<fbs::String>> isa;
     for (const auto& f : options_.required_isa) isa.push_back(b_.CreateString(f));
+    std::vector<fbs::Offset<fbs::String>> features;
+    for (const auto& f : options_.required_features) features.push_back(b_.CreateString(f));
+    const std::string version = options_.gearbox_version.empty() ? GEARBOX_VERSION_STRING : options_.gearbox_version;
     auto memory = fb::CreateMemoryPlan(b_, options_.memory.naive_bytes, options_.memory.planned_bytes,
                                        options_.memory.lower_bound_bytes, options_.memory.in_place_reuses,
                                        options_.memory.unsized_values);
@@ -65,11 +68,12 @@ class Writer {
     GBX_ASSIGN_OR_RETURN(auto outputs, indices(g.outputs));
     GBX_ASSIGN_OR_RETURN(auto inits, indices(g.initializers));
     auto root = fb::CreateModel(
-        b_, kFormatVersion, b_.CreateString(GEARBOX_VERSION_STRING), b_.CreateVector(isa),
+        b_, kFormatVersion, b_.CreateString(version), b_.CreateVector(isa),
         b_.CreateString(options_.precision), model_.ir_version, b_.CreateString(model_.producer_name),
         b_.CreateString(model_.producer_version), b_.CreateString(g.name), b_.CreateVector(opsets),
         b_.CreateVector(values), nodes, b_.CreateVector(inputs), b_.CreateVector(outputs),
-        b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json));
+        b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json),
+        features.empty() ? 0 : b_.CreateVector(features));
     b_.Finish(root);
 
     Header h;

@@ -18,6 +18,10 @@ struct WriteOptions {
   std::string precision = "fp32";
   std::string optimizer_report_json;       // OptimizerReport::to_json() of the compile
   MemoryPlan memory;                        // the optimizer's memory plan
+  // Features a reader must implement to load the file (gbm.fbs required_features); none yet.
+  std::vector<std::string> required_features;
+  // The version recorded as the file's writer; empty: this gearbox's (tests write others).
+  std::string gearbox_version;
   // Told the phases "pack weights" (bytes of initializers copied into the blob) and "write"
   // (bytes written): gearbox compile shows them.
   Progress* progress = nullptr;

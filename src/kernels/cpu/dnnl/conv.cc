@@ -24,7 +24,8 @@
 // batch 1 and 5.4 -> 3.9 ms at batch 8 in the blocked layout, 5.3 -> 4.1 ms channels-last
 // with the reorders (gearbox profile). Smaller outputs were not measured. Its rounding
 // differs from the direct sum's, within the parity tolerance.
-// GEARBOX_CONV_WINOGRAD=0 turns it off (direct convolution everywhere).
+// SessionOptions::conv_winograd = 0 (GEARBOX_CONV_WINOGRAD=0, --no-winograd) turns it off
+// (direct convolution everywhere).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "kernels/kernel_options.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 #include "kernels/cpu/ref/nn_util.h"
 
@@ -50,10 +52,8 @@ std::atomic<int64_t> g_winograd_runs{0};
 std::atomic<int64_t> g_state_reuses{0};
 std::atomic<int64_t> g_subsampled_runs{0};
 
-bool winograd_enabled() {
-  const char* v = std::getenv("GEARBOX_CONV_WINOGRAD");
-  return !(v && std::string(v) == "0");
-}
+// SessionOptions::conv_winograd (GEARBOX_CONV_WINOGRAD, read once at Session::create).
+bool winograd_enabled() { return current_kernel_options().conv_winograd; }
 
 // Where Winograd pays (the shapes measured above); with few channels the transforms cost
 // more than the multiplications they save, on small images the partial tiles.
@@ -88,13 +88,13 @@ struct ConvNodeState {
 const char kConvStateOwner = 0;  // its address tags ConvNodeState values in a NodeCache
 
 // The node's state when it fits this run's inputs, else null.
-std::shared_ptr<ConvNodeState> fitting_state(NodeCache* cache, const Tensor& x,
-                                             const Tensor& w, const Tensor* b, const Tensor* z) {
+std::shared_ptr<ConvNodeState> fitting_state(NodeCache* cache, const Tensor& x, const Tensor& w, const Tensor* b,
+                                             const Tensor* z, bool winograd) {
   auto st = std::static_pointer_cast<ConvNodeState>(cache->get(&kConvStateOwner));
   if (!st || st->x_dims != x.dims() || st->w != w.raw() || st->b != (b ? b->raw() : nullptr) || st->z != (z != nullptr))
     return nullptr;
   if (z && (z->dtype() != DType::F32 || z->dims() != st->y_dims)) return nullptr;
-  if (st->winograd_candidate && winograd_enabled() != st->winograd_on) return nullptr;
+  if (st->winograd_candidate && winograd != st->winograd_on) return nullptr;
   return st;
 }
 
@@ -188,7 +188,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
                          ? ctx.node_cache()
                          : nullptr;
   if (cache && (z_in || !(fused && ctx.has_input(3)))) {
-    if (auto st = fitting_state(cache, x, w, b_in, z_in)) {
+    if (auto st = fitting_state(cache, x, w, b_in, z_in, winograd_enabled())) {
       g_state_reuses.fetch_add(1, std::memory_order_relaxed);
       Tensor sub;
       if (st->sub_sh) {
