@@ -3,6 +3,8 @@
 // the raw little-endian data. The header is parsed strictly: it comes from outside.
 #include "base/npy.h"
 
+#include "base/atomic_file.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -153,12 +155,7 @@ std::string serialize_npy(const Tensor& input) {
 Status write_npy(const std::string& path, const Tensor& t) {
   if (!visit_numeric(t.dtype(), [](auto) {}))
     return make_error(ErrorCode::DTYPE_UNSUPPORTED, "cannot write a ", dtype_name(t.dtype()), " tensor to .npy ('", path, "')");
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot open '", path, "' for writing");
-  std::string bytes = serialize_npy(t);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return make_error(ErrorCode::FILE_WRITE_FAILED, "writing '", path, "' failed");
-  return Status::OK();
+  return write_file_atomically(path, serialize_npy(t));
 }
 
 }  // namespace gearbox

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/logging.h"
 
 namespace gearbox::device {
@@ -256,15 +257,7 @@ Status save_cached_peaks(const Capabilities& caps, const Peaks& peaks) {
   if (!j.contains("machines") || !j["machines"].is_object()) j["machines"] = nlohmann::json::object();
   j["version"] = 1;
   j["machines"][calibration_key(caps)] = peaks_to_json(peaks);
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write the calibration cache ", tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);  // atomic: concurrent readers see old or new
-  if (ec) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write the calibration cache ", path, ": ", ec.message());
-  return Status::OK();
+  return write_file_atomically(path, j.dump(2) + "\n");  // concurrent readers see old or new
 }
 
 }  // namespace gearbox::device

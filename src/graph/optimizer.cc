@@ -128,19 +128,21 @@ int OptimizerReport::matches(const std::string& pass) const {
   return 0;
 }
 
-std::string OptimizerReport::to_json() const {
+std::string OptimizerReport::to_json(bool with_timings) const {
   nlohmann::json j;
   j["nodes_before"] = nodes_before;
   j["nodes_after"] = nodes_after;
-  j["ms"] = ms;
+  if (with_timings) j["ms"] = ms;
   j["passes"] = nlohmann::json::array();
-  for (const auto& p : passes)
-    j["passes"].push_back({{"name", p.name},
-                           {"ran", p.ran},
-                           {"nodes_before", p.nodes_before},
-                           {"nodes_after", p.nodes_after},
-                           {"matches", p.matches},
-                           {"ms", p.ms}});
+  for (const auto& p : passes) {
+    nlohmann::json pj{{"name", p.name},
+                      {"ran", p.ran},
+                      {"nodes_before", p.nodes_before},
+                      {"nodes_after", p.nodes_after},
+                      {"matches", p.matches}};
+    if (with_timings) pj["ms"] = p.ms;
+    j["passes"].push_back(std::move(pj));
+  }
   j["memory"] = memory.summary();
   return j.dump();
 }

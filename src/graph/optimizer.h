@@ -77,7 +77,9 @@ struct OptimizerReport {
   int matches(const std::string& pass) const;
   // {"nodes_before":..,"nodes_after":..,"ms":..,"passes":[{"name":..,"ran":..,...}],
   //  "memory":{"naive_bytes":..,...}}
-  std::string to_json() const;
+  // with_timings=false leaves out the "ms" fields: what goes into a .gbm must not depend on
+  // how long the compile took, so that compiling twice gives byte-identical files.
+  std::string to_json(bool with_timings = true) const;
 };
 
 // Runs the enabled passes over the model's main graph in place (the graph is shared with

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "python/bindings.h"
 #include "python/ndarray.h"
 #include "runtime/node_observer.h"
@@ -215,9 +216,7 @@ class PySession {
     d.model = model_name();
     d.ops = profiler->ops();
     d.runs = profiler->runs();
-    std::ofstream f(path);
-    f << cli::trace_json(d);
-    if (!f) throw StatusError(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write the profile '", path, "'"));
+    if (Status st = write_file_atomically(path, cli::trace_json(d)); !st.ok()) throw StatusError(st);
     return path;
   }
 

@@ -1,6 +1,8 @@
 // Tensor dumps (--dump-tensors). See tensor_dump.h.
 #include "runtime/tensor_dump.h"
 
+#include "base/atomic_file.h"
+
 #include <algorithm>
 #include <cctype>
 #include <deque>
@@ -247,11 +249,7 @@ Status TensorDumper::write_index() const {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json doc{{"patterns", patterns}, {"files", files_}, {"skipped", skipped_}};
   const std::string path = (std::filesystem::path(dir_) / "index.json").string();
-  std::ofstream f(path);
-  f << doc.dump(1) << "\n";
-  f.close();
-  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write '", path, "'");
-  return Status::OK();
+  return write_file_atomically(path, doc.dump(1) + "\n");
 }
 
 size_t TensorDumper::files_written() const {

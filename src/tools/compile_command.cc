@@ -7,6 +7,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/strings.h"
 #include "device/device.h"
 #include "graph/gbm/gbm_writer.h"
@@ -127,7 +128,7 @@ int compile(const CompileOptions& o) {
   // dynamic dispatch), so the file needs nothing beyond what this binary was built for:
   // native records the build's ISA, generic records none.
   if (o.target == "native") wo.required_isa = device::build_required_isa();
-  wo.optimizer_report_json = rep->to_json();
+  wo.optimizer_report_json = rep->to_json(/*with_timings=*/false);  // reproducible .gbm
   wo.memory = rep->memory;
   wo.progress = shown;
   if (Status s = gbm::write_file(*model, o.output, wo); !s.ok()) return report(s);
@@ -146,9 +147,7 @@ int compile(const CompileOptions& o) {
     j["target"] = o.target;
     j["required_isa"] = wo.required_isa;
     j["partition"] = partition_json(*part);
-    std::ofstream f(o.report_path);
-    f << j.dump(2) << "\n";
-    if (!f) return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write the report '", o.report_path, "'"));
+    if (Status st = write_file_atomically(o.report_path, j.dump(2) + "\n"); !st.ok()) return report(st);
   }
   return 0;
 }

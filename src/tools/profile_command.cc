@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "device/calibration.h"
 #include "device/device.h"
 #include "device/memory_pool.h"
@@ -38,11 +39,7 @@ struct ProfileOptions {
 };
 
 Status write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot write '", path.string(), "'");
-  return Status::OK();
+  return write_file_atomically(path.string(), text);
 }
 
 // The roofline: cached calibration when there is one, else a quick measurement (~0.1 s a rate).

@@ -114,7 +114,7 @@ std::string compile(const std::string& onnx_path, const OptimizerOptions& opts,
   EXPECT_TRUE(rep.ok()) << rep.status().to_string();
   gbm::WriteOptions wo;
   wo.required_isa = std::move(isa);
-  wo.optimizer_report_json = rep->to_json();
+  wo.optimizer_report_json = rep->to_json(/*with_timings=*/false);  // as compile_command.cc
   wo.memory = rep->memory;
   auto bytes = gbm::serialize(*model, wo);
   EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
@@ -128,6 +128,18 @@ std::string valid_file() {
     return compile(onnx, OptimizerOptions{});
   }();
   return bytes;
+}
+
+// Issue 30 item 4: the same model compiled twice with the same options gives the same bytes
+// (nothing in the file may depend on time, addresses or hash-map order).
+TEST(GbmFile, CompilingTwiceIsByteIdentical) {
+  std::string onnx = tmp_path("gbm_repro.onnx");
+  write(onnx, conv_model());
+  std::string first = compile(onnx, OptimizerOptions{});
+  std::string second = compile(onnx, OptimizerOptions{});
+  ASSERT_FALSE(first.empty());
+  ASSERT_EQ(first.size(), second.size());
+  EXPECT_TRUE(first == second) << "two compiles of the same model differ";
 }
 
 ErrorCode load_code(const std::string& bytes) {

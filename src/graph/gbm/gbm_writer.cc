@@ -1,6 +1,8 @@
 // .gbm writer: graph -> FlatBuffers metadata + aligned weight blob + header with checksum.
 #include "graph/gbm/gbm_writer.h"
 
+#include "base/atomic_file.h"
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -231,16 +233,16 @@ Result<std::string> serialize(const Model& model, const WriteOptions& options) {
 Status write_file(const Model& model, const std::string& path, const WriteOptions& options) {
   GBX_ASSIGN_OR_RETURN(std::string bytes, serialize(model, options));
   progress_begin(options.progress, "write", bytes.size());
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot open '", path, "' for writing");
+  // Crash-safe: a kill or power loss mid-write leaves the previous .gbm, not a truncated one.
+  AtomicFile f;
+  GBX_RETURN_IF_ERROR(f.open(path));
   // In slices, so that a progress bar moves while a large model is written.
   constexpr size_t kSlice = size_t(64) << 20;
-  for (size_t at = 0; at < bytes.size() && f; at += kSlice) {
-    f.write(bytes.data() + at, static_cast<std::streamsize>(std::min(kSlice, bytes.size() - at)));
+  for (size_t at = 0; at < bytes.size(); at += kSlice) {
+    GBX_RETURN_IF_ERROR(f.write(bytes.data() + at, std::min(kSlice, bytes.size() - at)));
     progress_advance(options.progress, std::min(at + kSlice, bytes.size()));
   }
-  f.close();
-  if (!f) return make_error(ErrorCode::FILE_WRITE_FAILED, "writing '", path, "' failed");
+  GBX_RETURN_IF_ERROR(f.commit());
   GBX_LOG_INFO("GBM", "wrote {} ({} bytes)", path, bytes.size());
   return Status::OK();
 }
