@@ -68,8 +68,9 @@ void Tracer::publish_loop() {
 
 Status Tracer::report(uint64_t seq, const char* op, size_t bytes, bool timed_out, const std::string& engine_message,
                       std::chrono::milliseconds timeout) {
-  // Let every live rank publish a fresh state first (two heartbeats).
-  std::this_thread::sleep_for(2 * kHeartbeat + std::chrono::milliseconds(100));
+  // Let every live rank publish a fresh state first, and a dead one's heartbeat age pass the
+  // threshold below: four heartbeats (2 s).
+  std::this_thread::sleep_for(4 * kHeartbeat + std::chrono::milliseconds(100));
   int64_t now = wall_ms();
   int64_t my_enter;
   {
@@ -94,7 +95,7 @@ Status Tracer::report(uint64_t seq, const char* op, size_t bytes, bool timed_out
     if (j.is_discarded()) continue;
     uint64_t entered = j.value("entered", uint64_t(0)), left = j.value("left", uint64_t(0));
     int64_t hb_age = now - j.value("heartbeat_ms", int64_t(0));
-    bool alive = hb_age < 4 * kHeartbeat.count();
+    bool alive = hb_age < 3 * kHeartbeat.count();
     os << "  rank " << r << ": ";
     if (entered < seq) {
       os << "never joined #" << seq << " (last entered #" << entered << " " << j.value("op", std::string()) << ", "
