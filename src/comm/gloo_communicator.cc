@@ -110,6 +110,21 @@ Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(std::shared_p
   return c;
 }
 
+Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create_group(std::shared_ptr<KvStore> store,
+                                                                         const GlooOptions& world,
+                                                                         const std::string& name,
+                                                                         const std::vector<int>& ranks) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] != world.rank) continue;
+    GlooOptions o = world;
+    o.rank = int(i);
+    o.size = int(ranks.size());
+    o.group = name;
+    return create(std::move(store), o);
+  }
+  return std::unique_ptr<GlooCommunicator>();
+}
+
 Algorithm GlooCommunicator::pick_algorithm(size_t bytes, DType dtype) const {
   if (options_.algorithm != Algorithm::Auto) {
     // Gloo's halving-doubling is typed: it has no arithmetic for the 16-bit float types.

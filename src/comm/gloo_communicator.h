@@ -30,6 +30,11 @@ class GlooCommunicator : public Communicator {
   // Connects every rank to every other through `store` (every rank calls it with the same
   // store, size and group). COMM_SETUP_FAILED when the ranks do not meet within the timeout.
   static Result<std::unique_ptr<GlooCommunicator>> create(std::shared_ptr<KvStore> store, const GlooOptions& options);
+  // A group by name from world ranks (rank_table.h groups): its own full mesh in its own store
+  // namespace. Every member calls it; a rank outside `ranks` gets a null communicator.
+  static Result<std::unique_ptr<GlooCommunicator>> create_group(std::shared_ptr<KvStore> store,
+                                                                const GlooOptions& world, const std::string& name,
+                                                                const std::vector<int>& ranks);
   ~GlooCommunicator() override;
   std::string backend() const override { return "gloo"; }
   // The allreduce algorithm Auto picks for a message of `bytes` of dtype.

@@ -68,6 +68,7 @@ void Tracer::publish_loop() {
 
 Status Tracer::report(uint64_t seq, const char* op, size_t bytes, bool timed_out, const std::string& engine_message,
                       std::chrono::milliseconds timeout) {
+  int64_t detected = wall_ms();
   // Let every live rank publish a fresh state first, and a dead one's heartbeat age pass the
   // threshold below: four heartbeats (2 s).
   std::this_thread::sleep_for(4 * kHeartbeat + std::chrono::milliseconds(100));
@@ -81,7 +82,7 @@ Status Tracer::report(uint64_t seq, const char* op, size_t bytes, bool timed_out
   os << "collective #" << seq << " " << op << " (" << bytes << " bytes) in group '" << group_ << "' on rank " << rank_
      << " " << (timed_out ? "timed out after " + std::to_string(timeout.count() / 1000.0).substr(0, 5) + " s"
                           : "failed: a peer's connection closed")
-     << " (waited " << (now - my_enter) / 1000.0 << " s; engine: " << engine_message << ")\n";
+     << " (waited " << (detected - my_enter) / 1000.0 << " s; engine: " << engine_message << ")\n";
   int n_never_joined = 0, n_never_finished = 0, n_dead = 0;
   for (int r = 0; r < size_; ++r) {
     auto got = store_->try_get("trace." + std::to_string(r));
@@ -126,7 +127,7 @@ Status Tracer::report(uint64_t seq, const char* op, size_t bytes, bool timed_out
   if (n_never_finished) os << "; joined but never finished:" << never_finished.str();
   if (n_dead) os << "; heartbeat stopped (dead or hung):" << dead.str();
   Status s(timed_out ? ErrorCode::COMM_TIMEOUT : ErrorCode::COMM_RANK_FAILED, os.str());
-  std::cerr << "[gearbox comm] " << s.to_string() << std::flush;
+  std::cerr << "[gearbox comm] " << s.to_string() << "\n" << std::flush;
   return s;
 }
 
