@@ -1,5 +1,8 @@
 #include "comm/mpi_communicator.h"
 
+// The C API only: OpenMPI's deprecated C++ bindings would need libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <cstdlib>

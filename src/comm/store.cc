@@ -202,6 +202,8 @@ Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string&
     s->port_ = port;
   }
   s->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  // A stop() that comes before the listening loop starts would be lost (and the join hang).
+  while (!s->server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return s;
 }
 
