@@ -129,6 +129,11 @@ class Communicator {
   void start_worker(std::shared_ptr<Tracer> tracer);
   // Stops the worker (after the queued calls ran); a backend's destructor calls it first.
   void stop_worker();
+  // True after a timeout or a lost peer.
+  bool broken() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return broken_;
+  }
 
   // The engine's implementations, run on the worker thread. Arguments are checked before.
   virtual Status do_allreduce(Tensor& t, ReduceOp op) = 0;

@@ -82,7 +82,18 @@ void halving_doubling(const std::shared_ptr<gloo::Context>& ctx, Tensor& t, Redu
 GlooCommunicator::GlooCommunicator(const GlooOptions& o)
     : Communicator(o.rank, o.size, o.group, o.timeout), options_(o) {}
 
-GlooCommunicator::~GlooCommunicator() { stop_worker(); }
+GlooCommunicator::~GlooCommunicator() {
+  stop_worker();
+  // Gloo fails a pending operation on any pair whose peer closed, even one it needs nothing
+  // more from: a rank that finished the last collective and exited at once could fail a peer
+  // still finishing it. So ranks leave together: each marks itself done in the store and waits
+  // (bounded) for the others. A broken communicator (a peer is gone) skips it.
+  if (!context_ || broken()) return;
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back("exit." + std::to_string(r));
+  if (store_->set(keys[size_t(rank_)], "1").ok())
+    (void)store_->wait(keys, std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60)));
+}
 
 Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(std::shared_ptr<KvStore> store,
                                                                    const GlooOptions& o) {
