@@ -28,7 +28,12 @@ std::string job(int rank, int size, const std::string& dir, int culprit, bool cr
   for (int i = 1; i <= 16; ++i)
     if (Status s = (*c)->allreduce(t); !s.ok()) return "early failure: " + s.to_string();
   if (rank == culprit) {
-    if (crash) _exit(3);  // no cleanup, like a crash
+    // Crash after the peers have surely finished #16 (a rank dying mid-#16 would fail #16 on
+    // them: Gloo fails pending ops on a closed pair), with no cleanup, like a crash.
+    if (crash) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      _exit(3);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2 * kTimeoutMs + 1000));
   }
   Status s = (*c)->allreduce(t);
