@@ -32,6 +32,9 @@ PKGS=(
   # packaging (make package): help2man writes the man page from --help; CPack's .deb takes its
   # library dependencies from dpkg-shlibdeps (dpkg-dev), which needs file
   help2man dpkg-dev file
+  # collectives (src/comm): Gloo (TCP transport; the engine under torch.distributed's Gloo
+  # backend) and OpenMPI (the second backend, and mpirun)
+  libgloo-dev libopenmpi-dev openmpi-bin
 )
 
 missing=()
