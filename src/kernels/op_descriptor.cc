@@ -230,7 +230,8 @@ std::vector<OpDescriptor> build_table() {
       of("RNN", OpKind::Recurrent), of("GRU", OpKind::Recurrent), of("LSTM", OpKind::Recurrent),
       // control flow and optionals: a branch or an empty optional may leave outputs empty
       with(of("If", OpKind::ControlFlow), omits), with(of("Loop", OpKind::ControlFlow), omits),
-      of("Scan", OpKind::ControlFlow), with(of("Optional", OpKind::ControlFlow), omits),
+      of("Scan", OpKind::ControlFlow), of("SequenceMap", OpKind::ControlFlow),
+      with(of("Optional", OpKind::ControlFlow), omits),
       with(of("OptionalGetElement", OpKind::ControlFlow), omits), of("OptionalHasElement", OpKind::ControlFlow),
       // random: never folded into a constant, never deduplicated
       of("RandomNormal", OpKind::Random), of("RandomUniform", OpKind::Random), of("RandomNormalLike", OpKind::Random),
