@@ -9,19 +9,11 @@
 
 #include "base/logging.h"
 #include "kernels/kernel.h"
+#include "kernels/op_descriptor.h"
 
 namespace gearbox {
 
 namespace {
-
-// Operators whose output may overwrite an input of the same size element by element.
-bool is_elementwise(const Node& n) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Elu", "Selu", "Softplus",
-      "Exp", "Log", "Neg", "Abs", "Sqrt", "Reciprocal", "Erf", "Add", "Sub", "Mul", "Div", "Pow", "Cast"};
-  if (n.domain == kGearboxDomain) return n.op_type == "Gelu";
-  return n.domain.empty() && kOps.count(n.op_type) > 0;
-}
 
 std::optional<size_t> value_bytes(const Value* v, const MemoryPlanOptions& o) {
   if (!v || v->type.kind != ValueType::Kind::Tensor || !v->type.shape.ranked) return std::nullopt;
@@ -87,8 +79,12 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
       // In place: an input of the same size whose last reader is this node and that this
       // graph produced (inputs and initializers are not ours to overwrite).
       std::optional<size_t> reuse;
-      if (options.in_place && is_elementwise(n)) {
-        for (const Value* in : n.inputs) {
+      // The op descriptor says which inputs an output may overwrite element by element.
+      const size_t out_index = static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), v) - n.outputs.begin());
+      if (options.in_place) {
+        for (const InPlacePair& pair : op_descriptor(n.domain, n.op_type).in_place) {
+          if (static_cast<size_t>(pair.output) != out_index || static_cast<size_t>(pair.input) >= n.inputs.size()) continue;
+          const Value* in = n.inputs[static_cast<size_t>(pair.input)];
           auto it = buffer_of.find(in);
           if (!in || it == buffer_of.end() || outputs.count(in) || last[in] != i) continue;
           if (buffers[it->second].bytes != *bytes || buffers[it->second].last != i) continue;

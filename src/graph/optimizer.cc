@@ -147,6 +147,26 @@ std::string OptimizerReport::to_json(bool with_timings) const {
   return j.dump();
 }
 
+namespace {
+
+// Adds to r.replaced the nodes of `before` (name, op) that are no longer in g and that the
+// pass did not record; drops records of nodes still in g (a pass that re-made a node under
+// its old name).
+void record_silent_removals(const Graph& g, const std::vector<std::pair<std::string, std::string>>& before,
+                            PassReport& r) {
+  std::set<std::string> now;
+  for (const auto& n : g.nodes) now.insert(n->name);
+  std::set<std::string> recorded;
+  std::vector<NodeReplacement> kept;
+  for (NodeReplacement& rep : r.replaced)
+    if (!now.count(rep.node) && recorded.insert(rep.node).second) kept.push_back(std::move(rep));
+  r.replaced = std::move(kept);
+  for (const auto& [name, op] : before)
+    if (!now.count(name) && !recorded.count(name)) r.replaced.push_back({name, op, {}, {}, {}});
+}
+
+}  // namespace
+
 Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) {
   GBX_RETURN_IF_ERROR(check_pass_names(options.disabled_passes, "--disable-pass"));
   std::vector<std::string> switch_names;
@@ -178,9 +198,17 @@ Result<OptimizerReport> optimize(Model& model, const OptimizerOptions& options) 
       report.passes.push_back(r);
       continue;
     }
+    // The nodes before the pass: those it removes without recording a replacement are
+    // recorded as removed (dead code, no-ops, cancelled transposes).
+    std::vector<std::pair<std::string, std::string>> before;
+    before.reserve(g.nodes.size());
+    for (const auto& n : g.nodes) before.emplace_back(n->name, n->qualified_op());
+    ctx.record = &r;
     const auto t0 = std::chrono::steady_clock::now();
     auto m = p.fn(g, ctx);
+    ctx.record = nullptr;
     if (!m.ok()) return m.status().with_context("graph pass " + p.info.name + ": ");
+    record_silent_removals(g, before, r);
     r.ran = true;
     r.matches = *m;
     r.nodes_after = g.nodes.size();

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,12 +61,35 @@ Status check_pass_names(const std::vector<std::string>& names, const std::string
 // FUSION_SWITCH_INVALID for unreadable files, bad JSON or values; PASS_UNKNOWN for names.
 Result<std::map<std::string, bool>> read_fusion_switch_file(const std::string& path);
 
+// A node a pass removed, and what computes its result now: the optimizer's own record, so
+// that tools (--dump-tensors) can say which node replaced a node without redoing the passes.
+struct NodeReplacement {
+  std::string node;      // the removed node's name
+  std::string op;        // its qualified op type ("Conv", "com.gearbox.FusedConv")
+  std::string by;        // the node of the pass's output graph that computes its result; empty: none
+  std::string by_op;     // that node's qualified op type
+  std::string constant;  // the constant it was folded into (empty when not folded)
+};
+
+// A value a layout pass re-made in another layout: `value` (in `layout`) holds what `of`
+// holds, in the layout `of` has; to_source() in runtime/tensor_dump.cc undoes it: Transpose
+// by `perm`, then, when `merge_last_two`, the last two dims merged (a blocked C/16 x 16).
+struct LayoutTwin {
+  std::string value;
+  std::string of;
+  std::string layout;  // "nhwc", "nChw16c"
+  std::vector<int64_t> perm;
+  bool merge_last_two = false;
+};
+
 struct PassReport {
   std::string name;
   bool ran = false;  // false when switched off
   size_t nodes_before = 0, nodes_after = 0;
   int matches = 0;
   double ms = 0;
+  std::vector<NodeReplacement> replaced;  // every node the pass removed, in graph order
+  std::vector<LayoutTwin> twins;          // values the pass re-made in another layout
 };
 
 struct OptimizerReport {

@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "runtime/control_flow.h"
 #include "runtime/node_observer.h"
+#include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
 
 namespace gearbox {
@@ -272,8 +273,8 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   }
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     if (!n.outputs[i]) continue;
-    if (outs[i].is_none() && n.outputs[i]->type.kind == ValueType::Kind::Tensor && n.op_type != "Optional" &&
-        n.op_type != "OptionalGetElement" && n.op_type != "If" && n.op_type != "Loop")
+    if (outs[i].is_none() && n.outputs[i]->type.kind == ValueType::Kind::Tensor &&
+        !op_descriptor(n.domain, n.op_type).may_omit_outputs)
       return make_error(ErrorCode::INTERNAL, "node '", n.name, "' (", n.op_type, ") did not produce output ", i, " ('",
                         n.outputs[i]->name, "')");
     frame.values[n.outputs[i]] = std::move(outs[i]);

@@ -8,9 +8,13 @@
 //     ConvTranspose: 2 * numel(X) * (C_out/group * prod(kernel));
 //   * MatMul / MatMulInteger / QLinearMatMul / com.gearbox.FusedMatMul: 2 * numel(Y) * K;
 //     Gemm / com.gearbox.FusedGemm: 2 * M * N * K with K after transA;
-//   * data-movement ops (Reshape, Transpose, Concat, Gather, Slice, Cast, ...): 0;
+//   * com.gearbox.Attention: with S = batch * Sq * Sk score elements (Q [.., Sq, D], K [.., D, Sk],
+//     V [.., Sk, Dv] after its reshapes and transposes): 2 S D + 2 S Dv (the two matrix
+//     products) + S (scale) + S (mask, when given) + 5 S (softmax: max, subtract, exp, sum, divide);
+//   * data-movement and shape ops (Reshape, Transpose, Concat, Gather, Slice, Cast, Shape, ...): 0;
 //   * everything else: one FLOP per output element (element-wise ops, reductions, pooling
 //     counted by output, which makes them look as memory-bound as they are).
+// Each op type's count is the cost function of its op descriptor (kernels/op_descriptor.h).
 // Bytes: the sizes of all input tensors (read) and all output tensors (written).
 #pragma once
 
@@ -20,11 +24,6 @@
 #include "kernels/kernel.h"
 
 namespace gearbox {
-
-// How the cost model (and the profiler's advisor) classes an op type; a domain prefix
-// ("com.gearbox.FusedConv") is ignored.
-enum class OpKind { Conv, ConvTranspose, MatMul, Gemm, DataMovement, Other };
-OpKind op_kind(std::string_view op_type);
 
 struct OpCost {
   double flops = 0;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <deque>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,8 +14,6 @@
 
 #include "base/logging.h"
 #include "base/npy.h"
-#include "graph/gbm/gbm_reader.h"
-#include "graph/onnx_importer.h"
 
 namespace gearbox {
 namespace {
@@ -42,37 +40,76 @@ std::string sanitize(const std::string& name) {
   return s;
 }
 
-// Where a main-graph node of the imported model went in the optimized graph: the first
-// optimized node that produces one of the values downstream of it (a fusion keeps the
-// pattern's last output), or a folded constant. Both graphs are looked up by value name:
-// a Value of the optimized graph may still point at a node the passes erased.
-std::string replacement(const Graph& original, const Graph& optimized, const Node& gone) {
-  std::unordered_map<std::string, const Node*> producer;
-  for (const auto& n : optimized.nodes)
-    for (const Value* o : n->outputs)
-      if (o) producer[o->name] = n.get();
-  std::set<std::string> constants;
-  for (const Value* v : optimized.initializers) constants.insert(v->name);
-  std::unordered_map<std::string, std::vector<const Node*>> readers;
-  for (const auto& n : original.nodes)
-    for (const Value* i : n->inputs)
-      if (i) readers[i->name].push_back(n.get());
-  std::deque<std::string> queue;
-  std::set<std::string> seen;
-  for (const Value* o : gone.outputs)
-    if (o) queue.push_back(o->name);
-  while (!queue.empty()) {
-    std::string v = queue.front();
-    queue.pop_front();
-    if (!seen.insert(v).second) continue;
-    if (auto it = producer.find(v); it != producer.end())
-      return "was fused into '" + it->second->name + "' (" + it->second->qualified_op() + ")";
-    if (constants.count(v)) return "was folded into the constant '" + v + "'";
-    for (const Node* r : readers[v])
-      for (const Value* o : r->outputs)
-        if (o) queue.push_back(o->name);
+// y = x transposed by perm: y.dims[i] = x.dims[perm[i]] (any dtype but string).
+Tensor permuted(const Tensor& x, const std::vector<int64_t>& perm) {
+  const size_t r = x.rank();
+  Dims out(r);
+  std::vector<int64_t> in_stride(r, 1);
+  for (size_t i = r; i-- > 1;) in_stride[i - 1] = in_stride[i] * x.dim(i);
+  std::vector<int64_t> stride(r);  // the input stride of each output dim
+  for (size_t i = 0; i < r; ++i) {
+    out[i] = x.dim(static_cast<size_t>(perm[i]));
+    stride[i] = in_stride[static_cast<size_t>(perm[i])];
   }
-  return "was removed by the optimizer";
+  Tensor y(x.dtype(), out);
+  const size_t es = dtype_size(x.dtype());
+  const auto* src = static_cast<const unsigned char*>(x.raw());
+  auto* dst = static_cast<unsigned char*>(y.mutable_raw());
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t k = 0; k < y.numel(); ++k) {
+    int64_t off = 0;
+    for (size_t i = 0; i < r; ++i) off += idx[i] * stride[i];
+    std::memcpy(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(off) * es, es);
+    for (size_t i = r; i-- > 0;) {
+      if (++idx[i] < out[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return y;
+}
+
+// The value `twin` holds in the layout of the value it stands for (LayoutTwin); nullopt
+// when the tensor does not have the rank the record implies.
+std::optional<Tensor> to_source(const Tensor& t, const LayoutTwin& twin) {
+  if (t.rank() != twin.perm.size() || t.dtype() == DType::String || t.dtype() == DType::Undefined) return std::nullopt;
+  Tensor y = permuted(t, twin.perm);
+  if (!twin.merge_last_two) return y;
+  Dims d = y.dims();
+  d[d.size() - 2] *= d.back();
+  d.pop_back();
+  return y.reshaped(d);
+}
+
+// A node a pass removed, with the pass (the optimizer's record, OptimizerReport).
+struct Removal {
+  const NodeReplacement* rec;
+  const std::string* pass;
+};
+
+// What happened to a removed node, from the optimizer's record: what replaced it in its
+// pass, then what became of that node in later passes, up to a node that runs.
+std::string fate(const std::map<std::string, Removal>& removed, const std::set<std::string>& running,
+                 const Removal& first) {
+  auto step = [](const Removal& r) {
+    if (!r.rec->constant.empty()) return "was folded into the constant '" + r.rec->constant + "' by pass " + *r.pass;
+    if (r.rec->by.empty()) return "was removed by pass " + *r.pass;
+    return "was fused into '" + r.rec->by + "' (" + r.rec->by_op + ") by pass " + *r.pass;
+  };
+  std::string s = step(first);
+  const Removal* cur = &first;
+  for (int hops = 0; hops < 16 && !cur->rec->by.empty() && !running.count(cur->rec->by); ++hops) {
+    auto it = removed.find(cur->rec->by);
+    if (it == removed.end()) break;
+    cur = &it->second;
+    s += ", which then " + step(*cur);
+  }
+  return s + " (--disable-pass " + *first.pass + " keeps it)";
+}
+
+bool matches_removed(const DumpPattern& p, const NodeReplacement& r) {
+  if (p.target == "*" || r.node == p.target || r.op == p.target) return true;
+  const size_t dot = r.op.rfind('.');
+  return dot != std::string::npos && r.op.compare(dot + 1, std::string::npos, p.target) == 0;
 }
 
 }  // namespace
@@ -110,38 +147,19 @@ Result<std::vector<std::string>> check_dump_patterns(const Session& session, con
       if (patterns[i].matches(n)) ++matched[i];
   });
 
-  // The model as imported, when the optimizer changed the graph (a .gbm has no other form).
+  // The nodes the passes removed, from the optimizer's own record (a .gbm carries none: its
+  // graph is the one that runs). A name reused after its removal counts as running.
   const OptimizerReport& rep = session.optimizer_report();
-  const bool changed = std::any_of(rep.passes.begin(), rep.passes.end(),
-                                   [](const PassReport& p) { return p.ran && (p.matches > 0 || p.nodes_before != p.nodes_after); });
-  std::optional<Model> original;
-  if (changed && !gbm::is_gbm_file(model_path)) {
-    auto m = import_onnx_file(model_path);
-    if (m.ok()) original = std::move(m).value();
-  }
-  // Per pattern, the imported model's nodes that no longer run.
-  std::vector<std::vector<const Node*>> gone(patterns.size());
-  if (original)
-    walk(*original->graph, [&](const Node& n) {
+  std::map<std::string, Removal> removed;
+  for (const PassReport& pass : rep.passes)
+    for (const NodeReplacement& r : pass.replaced) removed.emplace(r.node, Removal{&r, &pass.name});
+  std::vector<std::vector<const Removal*>> gone(patterns.size());
+  for (const PassReport& pass : rep.passes)
+    for (const NodeReplacement& r : pass.replaced) {
+      const Removal& rm = removed.at(r.node);
+      if (rm.rec != &r || running.count(r.node)) continue;
       for (size_t i = 0; i < patterns.size(); ++i)
-        if (patterns[i].matches(n) && !running.count(n.name)) gone[i].push_back(&n);
-    });
-
-  // Which pass removed a node: the first pass (pipeline order) without which it runs again.
-  std::map<std::string, std::string> pass_of;
-  if (std::any_of(gone.begin(), gone.end(), [](const auto& g) { return !g.empty(); }))
-    for (const PassReport& p : rep.passes) {
-      if (!p.ran || (p.matches == 0 && p.nodes_before == p.nodes_after)) continue;
-      auto m = import_onnx_file(model_path);
-      if (!m.ok()) break;
-      OptimizerOptions without = session.options().optimizer;
-      without.disabled_passes.push_back(p.name);
-      without.plan_memory = false;
-      if (!optimize(*m, without).ok()) continue;
-      const std::set<std::string> back = node_names(*m->graph);
-      for (const auto& g : gone)
-        for (const Node* n : g)
-          if (back.count(n->name) && !pass_of.count(n->name)) pass_of[n->name] = p.name;
+        if (matches_removed(patterns[i], r)) gone[i].push_back(&rm);
     }
 
   std::vector<std::string> warnings;
@@ -158,12 +176,9 @@ Result<std::vector<std::string>> check_dump_patterns(const Session& session, con
     }
     std::string what;
     for (size_t k = 0; k < gone[i].size() && k < 5; ++k) {
-      const Node& n = *gone[i][k];
-      auto it = pass_of.find(n.name);
-      what += (what.empty() ? "" : "; ") + std::string("node '") + n.name + "' (" + n.qualified_op() + ") " +
-              replacement(*original->graph, runs, n) +
-              (it != pass_of.end() ? " by pass " + it->second + " (--disable-pass " + it->second + " keeps it)"
-                                   : " (GEARBOX_DISABLE_PASSES=all keeps it)");
+      const Removal& r = *gone[i][k];
+      what += (what.empty() ? "" : "; ") + std::string("node '") + r.rec->node + "' (" + r.rec->op + ") " +
+              fate(removed, running, r);
     }
     if (gone[i].size() > 5) what += "; and " + std::to_string(gone[i].size() - 5) + " more";
     if (matched[i] == 0)
@@ -176,11 +191,17 @@ Result<std::vector<std::string>> check_dump_patterns(const Session& session, con
   return warnings;
 }
 
-Result<std::unique_ptr<TensorDumper>> TensorDumper::create(std::vector<DumpPattern> patterns, std::string dir) {
+Result<std::unique_ptr<TensorDumper>> TensorDumper::create(std::vector<DumpPattern> patterns, std::string dir,
+                                                            const OptimizerReport* report, bool raw_layout) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create dump folder '", dir, "': ", ec.message());
-  return std::unique_ptr<TensorDumper>(new TensorDumper(std::move(patterns), std::move(dir)));
+  std::unique_ptr<TensorDumper> d(new TensorDumper(std::move(patterns), std::move(dir)));
+  d->raw_layout_ = raw_layout;
+  if (report)
+    for (const PassReport& p : report->passes)
+      for (const LayoutTwin& t : p.twins) d->twins_.emplace(t.value, t);
+  return d;
 }
 
 bool TensorDumper::wants(const Node& node, bool pre) const {
@@ -213,8 +234,31 @@ Status TensorDumper::dump(const Node& node, int depth, int call, bool input, siz
                        {"depth", depth},
                        {"call", call},
                        {"io", input ? "input" : "output"},
-                       {"index", index},
-                       {"value", input ? node.inputs[index]->name : node.outputs[index]->name}};
+                       {"index", index}};
+  // The value in the model's own layout and name, unless the raw layout is asked for: undo
+  // each layout pass's re-making (NCHW16c -> NHWC -> NCHW), as the optimizer recorded it.
+  const std::string& raw_name = input ? node.inputs[index]->name : node.outputs[index]->name;
+  std::string name = raw_name;
+  std::optional<Tensor> logical;
+  std::string layouts;
+  for (auto it = twins_.find(name); it != twins_.end() && layouts.size() < 256; it = twins_.find(name)) {
+    layouts += (layouts.empty() ? "" : ",") + it->second.layout;
+    if (!raw_layout_ && value->is_tensor()) {
+      std::optional<Tensor> back = to_source(logical ? *logical : value->tensor(), it->second);
+      if (!back) break;
+      logical = std::move(back);
+    }
+    name = it->second.of;
+  }
+  if (raw_layout_ || !logical) {
+    entry["value"] = raw_name;
+    if (!layouts.empty()) entry["layout"] = layouts;  // the engine's layout, as run
+  } else {
+    entry["value"] = name;
+    entry["raw_value"] = raw_name;
+    entry["raw_layout"] = layouts;
+    entry["raw_shape"] = value->tensor().dims();
+  }
   if (!value->is_tensor()) {
     entry["reason"] = value->is_sequence() ? "a sequence of " + std::to_string(value->sequence().tensors.size()) +
                                                  " tensors (.npy holds one tensor)"
@@ -227,7 +271,7 @@ Status TensorDumper::dump(const Node& node, int depth, int call, bool input, siz
                      (call > 0 ? "_call" + std::to_string(call) : "");
   std::string file = base + ".npy";
   for (int k = 2; used_names_.count(file); ++k) file = base + "_" + std::to_string(k) + ".npy";
-  const Tensor& t = value->tensor();
+  const Tensor& t = logical ? *logical : value->tensor();
   Status st = write_npy((std::filesystem::path(dir_) / file).string(), t);
   if (!st.ok()) {
     if (st.code() == ErrorCode::FILE_WRITE_FAILED) return st;

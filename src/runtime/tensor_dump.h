@@ -10,10 +10,16 @@
 // call.
 //
 // The optimizer may fuse or remove a node before anything runs. check_dump_patterns() looks
-// at the graph as it will run, and, when passes changed it, at the model as imported: a
-// pattern that matches nothing that runs is USAGE (naming the fused node that replaced the
-// node and the --disable-pass that keeps it); one that still matches some nodes but lost
-// others gets a warning saying the same.
+// at the graph as it will run and at the optimizer's own record of what each pass replaced
+// (OptimizerReport, PassReport::replaced): a pattern that matches nothing that runs is USAGE
+// (naming the node that replaced the node, through every later pass, and the --disable-pass
+// that keeps it); one that still matches some nodes but lost others gets a warning saying
+// the same.
+//
+// Layout passes run convolutions on channels-last or blocked twins of the model's values
+// (PassReport::twins); a dumped twin is converted back to the model's layout and named after
+// the model's value (a ResNet-50 conv output is [1,64,56,56], not [1,4,56,56,16]), unless
+// --dump-raw-layout keeps what the engine held.
 #pragma once
 
 #include <map>
@@ -42,24 +48,28 @@ struct DumpPattern {
 // USAGE for an empty target or a suffix other than pre/post.
 Result<DumpPattern> parse_dump_pattern(const std::string& spec);
 
-// Checks `patterns` against the session's graph. `model_path` is the file the session was
-// loaded from: when the optimizer changed the graph it is imported again to find the nodes
-// a pattern lost, and, when some were lost, optimized again (with the session's options) with
-// one pass off at a time to name the pass. Returns the warnings (one per pattern that lost
-// some but not all of its nodes).
+// Checks `patterns` against the session's graph and its optimizer report. `model_path` (the
+// file the session was loaded from) is only named in messages. Returns the warnings (one per
+// pattern that lost some but not all of its nodes).
 Result<std::vector<std::string>> check_dump_patterns(const Session& session, const std::string& model_path,
                                                      const std::vector<DumpPattern>& patterns);
 
 class TensorDumper : public NodeObserver {
  public:
   // Creates `dir` (FILE_WRITE_FAILED when it cannot).
-  static Result<std::unique_ptr<TensorDumper>> create(std::vector<DumpPattern> patterns, std::string dir);
+  // `report` (the session's optimizer report) says which values the layout passes re-made
+  // (NHWC, NCHW16c): those are written in the model's layout under the model's value name,
+  // unless `raw_layout` (--dump-raw-layout) keeps the engine's layout.
+  static Result<std::unique_ptr<TensorDumper>> create(std::vector<DumpPattern> patterns, std::string dir,
+                                                      const OptimizerReport* report = nullptr, bool raw_layout = false);
 
   Status before_node(const Node& node, int depth, const std::vector<const RuntimeValue*>& inputs) override;
   Status after_node(const Node& node, int depth, const std::vector<RuntimeValue>& outputs) override;
 
   // Writes DIR/index.json: {"patterns": [...], "files": [{"file", "node", "op_type", "depth",
   // "call", "io": "input"|"output", "index", "value", "dtype", "shape"}], "skipped": [...]}.
+  // A file converted back to the model's layout also has "raw_value", "raw_layout" and
+  // "raw_shape" (what the engine held); with raw_layout a re-made value has "layout".
   Status write_index() const;
   size_t files_written() const;
   const std::string& dir() const { return dir_; }
@@ -75,6 +85,8 @@ class TensorDumper : public NodeObserver {
   mutable std::mutex mu_;
   std::map<const Node*, int> pre_calls_, post_calls_;
   std::set<std::string> used_names_;
+  std::map<std::string, LayoutTwin> twins_;  // value name -> what it re-makes
+  bool raw_layout_ = false;
   nlohmann::json files_ = nlohmann::json::array();
   nlohmann::json skipped_ = nlohmann::json::array();
 };

@@ -23,6 +23,9 @@ void add_dump_options(CLI::App* sub, DumpOptions* o) {
                   "OPTYPE_OR_NODE:post (outputs) or :pre (inputs): write the matching nodes' tensors as .npy "
                   "(repeatable; op type plain or domain-qualified, node name, or *)");
   sub->add_option("--dump-dir", o->dir, "Folder for --dump-tensors files and index.json (default ./gearbox_dump)");
+  sub->add_flag("--dump-raw-layout", o->raw_layout,
+                "Write --dump-tensors values in the engine's internal layout (e.g. NCHW16c [1,4,56,56,16]) "
+                "instead of the model's layout and value names");
 }
 
 Status check_dump(const DumpOptions& o, const Session& session, const std::string& model_path) {
@@ -35,7 +38,7 @@ Status check_dump(const DumpOptions& o, const Session& session, const std::strin
 
 Result<size_t> run_dump(const DumpOptions& o, const Session& session, const std::map<std::string, Tensor>& feeds) {
   GBX_ASSIGN_OR_RETURN(std::vector<DumpPattern> patterns, parse_all(o));
-  GBX_ASSIGN_OR_RETURN(auto dumper, TensorDumper::create(std::move(patterns), o.dir));
+  GBX_ASSIGN_OR_RETURN(auto dumper, TensorDumper::create(std::move(patterns), o.dir, &session.optimizer_report(), o.raw_layout));
   GBX_RETURN_IF_ERROR(session.run(feeds, nullptr, dumper.get()).status());
   GBX_RETURN_IF_ERROR(dumper->write_index());
   return dumper->files_written();

@@ -16,6 +16,7 @@ namespace gearbox::cli {
 struct DumpOptions {
   std::vector<std::string> patterns;  // --dump-tensors (repeatable)
   std::string dir = "gearbox_dump";   // --dump-dir
+  bool raw_layout = false;            // --dump-raw-layout: the engine's layout, not the model's
   bool enabled() const { return !patterns.empty(); }
 };
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
 
 namespace gearbox::cli {
@@ -42,10 +43,7 @@ bool is_preprocessing_like(const std::string& op) {
 }
 
 // Convolutions and matrix products: the ops whose roofline matters most.
-bool compute_heavy(const std::string& op) {
-  const OpKind k = op_kind(op);
-  return k == OpKind::Conv || k == OpKind::ConvTranspose || k == OpKind::MatMul || k == OpKind::Gemm;
-}
+bool compute_heavy(const std::string& op) { return op_descriptor_qualified(op).kind == OpKind::Contraction; }
 
 }  // namespace
 
@@ -122,7 +120,7 @@ std::vector<Finding> advise(const ProfileData& d) {
   // Copies and reorders among the top ops.
   for (size_t i = 0; i < types.size() && i < 5; ++i) {
     const OpSummary& s = types[i];
-    if (op_kind(s.op_type) != OpKind::DataMovement || op_ms <= 0 || s.total_ms / op_ms < 0.05) continue;
+    if (op_descriptor_qualified(s.op_type).kind != OpKind::DataMovement || op_ms <= 0 || s.total_ms / op_ms < 0.05) continue;
     std::string nodes;
     int listed = 0;
     for (const OpSummary& n : rows)

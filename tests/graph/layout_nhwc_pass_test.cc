@@ -5,6 +5,9 @@
 // trip.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "graph/pass_test_util.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
@@ -71,6 +74,52 @@ OptimizerOptions fusion_and_layout(const std::string& engines = "cpu.dnnl,cpu.re
 }
 
 std::map<std::string, Tensor> feeds() { return {{"x", random_tensor({1, 3, 15, 15}, 7)}}; }
+
+// The optimizer's own record (PassReport::replaced / twins), which --dump-tensors reads:
+// every Conv of the model leads, through conv_fusion then layout_nhwc, to the NhwcConv that
+// runs in its place (never to a boundary Transpose), and every channels-last value names the
+// model value it re-makes.
+TEST(LayoutNhwcPass, RecordsWhatReplacedEachNodeAndEachValue) {
+  Model m = resnet_like();
+  std::vector<std::string> convs;
+  for (const auto& n : m.graph->nodes)
+    if (n->op_type == "Conv") convs.push_back(n->name);
+  ASSERT_EQ(convs.size(), 3u);
+  std::set<std::string> values_before;
+  for (const auto& n : m.graph->nodes)
+    for (const Value* o : n->outputs) values_before.insert(o->name);
+  auto rep = optimize(m, fusion_and_layout());
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  std::map<std::string, const Node*> running;
+  for (const auto& n : m.graph->nodes) running[n->name] = n.get();
+  std::map<std::string, NodeReplacement> replaced;
+  for (const PassReport& p : rep->passes)
+    for (const NodeReplacement& r : p.replaced) replaced.emplace(r.node, r);
+  for (const std::string& c : convs) {
+    std::string at = c;
+    std::vector<std::string> chain;
+    while (!running.count(at) && replaced.count(at) && chain.size() < 8) {
+      chain.push_back(replaced.at(at).by_op);
+      at = replaced.at(at).by;
+    }
+    ASSERT_TRUE(running.count(at)) << c << " leads to '" << at << "', which does not run";
+    EXPECT_EQ(running.at(at)->op_type, "NhwcConv") << c;
+    EXPECT_EQ(chain.back(), "com.gearbox.NhwcConv") << c;
+  }
+  size_t twins = 0;
+  for (const PassReport& p : rep->passes)
+    for (const LayoutTwin& t : p.twins) {
+      ++twins;
+      EXPECT_EQ(p.name, "layout_nhwc");
+      EXPECT_EQ(t.layout, "nhwc");
+      EXPECT_EQ(t.perm, (std::vector<int64_t>{0, 3, 1, 2}));
+      EXPECT_TRUE(values_before.count(t.of) || t.of == "x") << t.of;
+      const Value* v = m.graph->find_value(t.value);
+      ASSERT_NE(v, nullptr) << t.value;
+      EXPECT_EQ(v->type.shape.dims.size(), 4u);
+    }
+  EXPECT_GE(twins, 6u);  // one per region output at least
+}
 
 TEST(LayoutNhwcPass, RewritesARegionWithTransposesAtItsBoundaries) {
   Model m = resnet_like();

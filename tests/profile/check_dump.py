@@ -13,7 +13,10 @@ gearbox:
 * the fused node dumped by its domain-qualified op type equals relu(conv(x));
 * Loop body nodes: one file per iteration, values of the running sum computed with numpy;
 * bad patterns: unknown suffix, nothing matching;
-* index.json names node, op type, io, index and call of every file; gearbox profile dumps too.
+* index.json names node, op type, io, index and call of every file; gearbox profile dumps too;
+* with cpu.dnnl first (layout_nhwc, layout_blocked): the message about a fused-away Conv follows
+  the optimizer's record to the node that runs; channels-last and blocked dumps come back in the
+  model's layout and value names (against torch), --dump-raw-layout keeps the engine's layout.
 """
 import argparse
 import json
@@ -78,11 +81,26 @@ def loop_model(path):
     onnx.save(m, path)
 
 
-def gearbox(bin_, *args):
-    # cpu.ref: the graph the optimizer leaves (which nodes fuse into what) does not depend on
-    # engine-specific passes such as layout_nhwc then.
+def blocked_model(path, rng):
+    # Three 3x3 convolutions of 128 channels at 14x14: with cpu.dnnl first the layout passes
+    # run them as com.gearbox.Nchw16cConv on [1, 8, 14, 14, 16] tensors.
+    ws = [(rng.standard_normal((128, 128, 3, 3)) * 0.05).astype(np.float32) for _ in range(3)]
+    nodes = [helper.make_node("Conv", ["x" if i == 0 else f"c{i - 1}", f"w{i}"], [f"c{i}"], name=f"conv{i}",
+                              pads=[1, 1, 1, 1]) for i in range(3)]
+    g = helper.make_graph(nodes, "blocked", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, 14, 14])],
+                          [helper.make_tensor_value_info("c2", TensorProto.FLOAT, [1, 128, 14, 14])],
+                          [numpy_helper.from_array(wi, f"w{i}") for i, wi in enumerate(ws)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+    return ws
+
+
+def gearbox(bin_, *args, engines="cpu.ref"):
+    # cpu.ref by default: the graph the optimizer leaves (which nodes fuse into what) does not
+    # depend on engine-specific passes such as layout_nhwc then.
     cmd = [bin_] + [str(a) for a in args]
-    env = dict(os.environ, GEARBOX_ENGINES="cpu.ref")
+    env = dict(os.environ, GEARBOX_ENGINES=engines)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     print("$ " + " ".join(cmd) + f"  -> exit {r.returncode}")
     return r
@@ -215,6 +233,82 @@ def main():
         trace = json.load(open(w("prof", "trace.json")))
         runs = [e for e in trace["traceEvents"] if e.get("cat") == "run"]
         check(len(runs) == 1, "the dump run is not one of the profiled runs (1 run slice for --loop 1)")
+
+    # 8. With cpu.dnnl first, layout_nhwc re-makes conv_a's FusedConv as a channels-last
+    # NhwcConv: the message follows the optimizer's record to that node (it used to name an
+    # unrelated boundary Transpose found by re-importing the model).
+    dnnl = "cpu.dnnl,cpu.ref"
+    r = gearbox(a.gearbox, "run", model, "--random-inputs", "--dump-tensors", "conv_a:post", "--dump-dir", w("d8"),
+                engines=dnnl)
+    err = "\n".join(line for line in r.stderr.splitlines() if "USAGE" in line)
+    check(r.returncode == 1 and "'relu_a/FusedConv' (com.gearbox.FusedConv) by pass conv_fusion" in err
+          and "'relu_a/FusedConv/nhwc' (com.gearbox.NhwcConv) by pass layout_nhwc" in err
+          and "Transpose" not in err and "--disable-pass conv_fusion" in err,
+          "conv_a:post with layout_nhwc names relu_a/FusedConv (conv_fusion), then relu_a/FusedConv/nhwc (layout_nhwc)")
+
+    # 9. Channels-last dumps come back in the model's layout and names; --dump-raw-layout keeps NHWC.
+    d = w("d9")
+    r = gearbox(a.gearbox, "run", model, "--input", f"x={w('x.npy')}", "--dump-tensors", "NhwcConv:post",
+                "--dump-dir", d, engines=dnnl)
+    check(r.returncode == 0, "NhwcConv:post with cpu.dnnl exits 0")
+    if r.returncode == 0:
+        got = {f["node"]: f for f in index(d)["files"]}
+        e = got.get("conv_b/nhwc", {})
+        check(e.get("value") == "c2" and e.get("shape") == [1, 5, 8, 8] and e.get("raw_layout") == "nhwc"
+              and e.get("raw_shape") == [1, 8, 8, 5], f"conv_b/nhwc is dumped as the model's c2 [1,5,8,8] ({e})")
+        if e:
+            check(close(np.load(os.path.join(d, e["file"])), c2), "conv_b/nhwc dump equals torch conv2d (NCHW)")
+        e = got.get("relu_a/FusedConv/nhwc", {})
+        check(e.get("value") == "r1" and e.get("shape") == [1, 4, 8, 8], f"the fused conv dumps as r1 [1,4,8,8] ({e})")
+        if e:
+            check(close(np.load(os.path.join(d, e["file"])), r1), "relu_a/FusedConv/nhwc dump equals torch relu(conv2d)")
+    d = w("d9raw")
+    r = gearbox(a.gearbox, "run", model, "--input", f"x={w('x.npy')}", "--dump-tensors", "conv_b/nhwc:post",
+                "--dump-raw-layout", "--dump-dir", d, engines=dnnl)
+    check(r.returncode == 0, "--dump-raw-layout exits 0")
+    if r.returncode == 0:
+        files = index(d)["files"]
+        e = files[0] if files else {}
+        check(e.get("value") == "c2/nhwc" and e.get("shape") == [1, 8, 8, 5] and e.get("layout") == "nhwc",
+              f"raw layout: c2/nhwc [1,8,8,5] ({e})")
+        if e:
+            check(close(np.load(os.path.join(d, e["file"])).transpose(0, 3, 1, 2), c2),
+                  "raw NHWC dump transposed to NCHW equals torch conv2d")
+
+    # 10. Blocked (nChw16c) convolutions: [1,128,14,14] in the model's names, not [1,8,14,14,16].
+    bmodel = w("blocked.onnx")
+    ws = blocked_model(bmodel, rng)
+    bx = rng.standard_normal((1, 128, 14, 14)).astype(np.float32)
+    np.save(w("bx.npy"), bx)
+    with torch.no_grad():
+        ref, t = [], torch.from_numpy(bx)
+        for wi in ws:
+            t = torch.nn.functional.conv2d(t, torch.from_numpy(wi), padding=1)
+            ref.append(t.numpy())
+    d = w("d10")
+    r = gearbox(a.gearbox, "run", bmodel, "--input", f"x={w('bx.npy')}", "--dump-tensors", "Nchw16cConv:post",
+                "--dump-dir", d, engines=dnnl)
+    check(r.returncode == 0, "Nchw16cConv:post exits 0")
+    if r.returncode == 0:
+        files = sorted(index(d)["files"], key=lambda f: f["value"])
+        check([f["value"] for f in files] == ["c0", "c1", "c2"] and all(f["shape"] == [1, 128, 14, 14] for f in files)
+              and all(f.get("raw_shape") == [1, 8, 14, 14, 16] for f in files),
+              f"three blocked convs dump as c0..c2 [1,128,14,14] ({[(f['value'], f['shape']) for f in files]})")
+        check(len(files) == 3 and all(close(np.load(os.path.join(d, f["file"])), ref[i], 1e-4)
+                                      for i, f in enumerate(files)),
+              "blocked conv dumps equal torch conv2d chains")
+    d = w("d10raw")
+    r = gearbox(a.gearbox, "run", bmodel, "--input", f"x={w('bx.npy')}", "--dump-tensors", "conv1/nhwc/nChw16c:post",
+                "--dump-raw-layout", "--dump-dir", d, engines=dnnl)
+    check(r.returncode == 0, "blocked --dump-raw-layout exits 0")
+    if r.returncode == 0:
+        files = index(d)["files"]
+        e = files[0] if files else {}
+        check(e.get("shape") == [1, 8, 14, 14, 16], f"raw blocked dump is [1,8,14,14,16] ({e})")
+        if e:
+            raw = np.load(os.path.join(d, e["file"]))
+            check(close(raw.transpose(0, 1, 4, 2, 3).reshape(1, 128, 14, 14), ref[1], 1e-4),
+                  "raw nChw16c dump, unblocked by numpy, equals torch conv2d")
 
     print("PASS" if not FAILS else f"FAILED: {len(FAILS)} check(s)")
     return 1 if FAILS else 0

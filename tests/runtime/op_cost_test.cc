@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/pass_test_util.h"
+#include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
 #include "runtime/profiler.h"
 
@@ -49,7 +50,7 @@ void expect_conv_flops(const std::string& engines, const std::vector<std::string
   std::vector<double> flops;
   std::vector<std::string> ops;
   for (const OpRecord& rec : prof.ops())
-    if (op_kind(rec.op_type) == OpKind::Conv) {
+    if (op_descriptor_qualified(rec.op_type).kind == OpKind::Contraction) {
       ops.push_back(rec.op_type);
       flops.push_back(rec.flops);
     }
@@ -90,18 +91,20 @@ TEST(OpCost, BlockedConvFlops) {
   for (const OpRecord& rec : prof.ops()) {
     if (rec.op_type != "com.gearbox.Nchw16cConv") continue;
     ++blocked;
-    EXPECT_EQ(op_kind(rec.op_type), OpKind::Conv);
+    EXPECT_EQ(op_descriptor_qualified(rec.op_type).kind, OpKind::Contraction);
     EXPECT_DOUBLE_EQ(rec.flops, 2.0 * (128 * 14 * 14) * (128 * 3 * 3));
   }
   EXPECT_EQ(blocked, 3);
 }
 
-TEST(OpCost, OpKindIgnoresTheDomain) {
-  EXPECT_EQ(op_kind("Conv"), OpKind::Conv);
-  EXPECT_EQ(op_kind("com.gearbox.NhwcConv"), OpKind::Conv);
-  EXPECT_EQ(op_kind("com.gearbox.FusedGemm"), OpKind::Gemm);
-  EXPECT_EQ(op_kind("Transpose"), OpKind::DataMovement);
-  EXPECT_EQ(op_kind("Relu"), OpKind::Other);
+TEST(OpCost, QualifiedOpTypesFindTheirDescriptor) {
+  EXPECT_EQ(op_descriptor_qualified("Conv").kind, OpKind::Contraction);
+  EXPECT_EQ(op_descriptor_qualified("com.gearbox.NhwcConv").kind, OpKind::Contraction);
+  EXPECT_EQ(op_descriptor_qualified("com.gearbox.FusedGemm").kind, OpKind::Contraction);
+  EXPECT_EQ(op_descriptor_qualified("Transpose").kind, OpKind::DataMovement);
+  EXPECT_EQ(op_descriptor_qualified("Relu").kind, OpKind::ElementwiseUnary);
+  // A domain matters: ai.onnx has no NhwcConv.
+  EXPECT_EQ(find_op_descriptor("", "NhwcConv"), nullptr);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ bool match_split(const GraphIndex& idx, Value* v, HeadSplit* out) {
 
 }  // namespace
 
-Result<int> fuse_attention(Graph& g, const PassContext&) {
+Result<int> fuse_attention(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -98,7 +98,7 @@ Result<int> fuse_attention(Graph& g, const PassContext&) {
                        {"num_heads", attr_int(heads)}};
     std::vector<Value*> inputs{q.x, k.x, v.x, scale, q.shape, k.shape, v.shape, orr->inputs[1]};
     if (mask) inputs.push_back(mask);
-    replace_with_fused(g, nodes, orr, "Attention", std::move(inputs), orr->outputs[0], std::move(attrs), dead);
+    replace_with_fused(ctx, g, nodes, orr, "Attention", std::move(inputs), orr->outputs[0], std::move(attrs), dead);
     ++matches;
   }
   erase_nodes(g, dead);

@@ -89,7 +89,7 @@ namespace {
 // A key that is equal for two nodes computing the same thing; empty when the node must not
 // be merged (random ops, subgraphs, large tensor attributes).
 std::string cse_key(const Node& n) {
-  if (is_random_op(n.op_type) || has_subgraph(n) || n.inputs.empty()) return {};
+  if (is_random_op(n) || has_subgraph(n) || n.inputs.empty()) return {};
   std::string k = n.domain;
   k += '|';
   k += n.op_type;
@@ -150,7 +150,7 @@ std::string cse_key(const Node& n) {
 
 }  // namespace
 
-Result<int> eliminate_common_subexpressions(Graph& g, const PassContext&) {
+Result<int> eliminate_common_subexpressions(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_map<std::string, Node*> seen;
   std::unordered_set<const Node*> dead;
@@ -170,6 +170,7 @@ Result<int> eliminate_common_subexpressions(Graph& g, const PassContext&) {
     for (size_t i = 0; i < n->outputs.size(); ++i)
       if (n->outputs[i]) replace_uses(g, n->outputs[i], first->outputs[i]);
     dead.insert(n);
+    record_replacement(ctx, *n, *first);
   }
   erase_nodes(g, dead);
   return static_cast<int>(dead.size());

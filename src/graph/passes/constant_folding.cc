@@ -12,7 +12,7 @@ namespace gearbox::passes {
 namespace {
 
 bool never_fold(const Node& n) {
-  return !n.domain.empty() || has_subgraph(n) || n.outputs.empty() || is_random_op(n.op_type);
+  return !n.domain.empty() || has_subgraph(n) || n.outputs.empty() || is_random_op(n);
 }
 
 }  // namespace
@@ -86,6 +86,7 @@ Result<int> fold_constants(Graph& g, const PassContext& ctx) {
     for (size_t i = 0; i < n->outputs.size(); ++i)
       if (n->outputs[i]) make_constant(g, n->outputs[i], std::move((*outs)[i].tensor()));
     dead.insert(n);
+    if (!n->outputs.empty() && n->outputs[0]) record_folding(ctx, *n, n->outputs[0]->name);
   }
   erase_nodes(g, dead);
   return static_cast<int>(dead.size());

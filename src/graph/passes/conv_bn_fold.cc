@@ -29,7 +29,7 @@ void fold(const Tensor& w, const Tensor* b, const Tensor& gamma, const Tensor& b
 
 }  // namespace
 
-Result<int> fold_conv_batchnorm(Graph& g, const PassContext&) {
+Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   int matches = 0;
@@ -78,6 +78,7 @@ Result<int> fold_conv_batchnorm(Graph& g, const PassContext&) {
     conv->outputs[0] = y;
     y->producer = conv;
     dead.insert(bn);
+    record_replacement(ctx, *bn, *conv);
     ++matches;
     idx.rebuild();
   }

@@ -6,7 +6,7 @@
 
 namespace gearbox::passes {
 
-Result<int> fuse_conv(Graph& g, const PassContext&) {
+Result<int> fuse_conv(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -23,7 +23,7 @@ Result<int> fuse_conv(Graph& g, const PassContext&) {
     std::vector<Value*> inputs{conv->inputs[0], conv->inputs[1], conv->inputs.size() > 2 ? conv->inputs[2] : nullptr};
     if (ep.addend) inputs.push_back(ep.addend);  // the residual
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();
-    replace_with_fused(g, ep.nodes, ep.nodes.back(), "FusedConv", std::move(inputs), ep.output, std::move(attrs), dead);
+    replace_with_fused(ctx, g, ep.nodes, ep.nodes.back(), "FusedConv", std::move(inputs), ep.output, std::move(attrs), dead);
     ++matches;
   }
   erase_nodes(g, dead);

@@ -1,6 +1,8 @@
 // Fusion helpers.
 #include "graph/passes/fusion_util.h"
 
+#include "kernels/op_descriptor.h"
+
 namespace gearbox::passes {
 
 Node* sole_consumer_op(const GraphIndex& idx, const Value* v, const std::string& op) {
@@ -37,48 +39,57 @@ bool match_activation(const GraphIndex& idx, Value* v, ActivationMatch* out) {
     if (!sig || !mul || !sig->outputs[0] || sole_consumer_op(idx, sig->outputs[0], "Mul") != mul ||
         other_input(mul, v) != sig->outputs[0])
       return false;
-    *out = {"Silu", {}, {sig, mul}, mul->outputs[0]};
+    *out = {std::string(activation_name(ActivationKind::Silu)), {}, {sig, mul}, mul->outputs[0]};
     return true;
   }
   Node* n = idx.sole_consumer(v);
   if (!n || n->outputs.size() != 1 || !n->outputs[0] || n->inputs.empty() || n->inputs[0] != v) return false;
-  if (n->domain == kGearboxDomain && n->op_type == "Gelu") {
-    const auto it = n->attrs.find("approximate");
-    const bool tanh = it != n->attrs.end() && it->second.s == "tanh";
-    *out = {tanh ? "GeluTanh" : "Gelu", {}, {n}, n->outputs[0]};
-    return true;
-  }
-  if (!n->domain.empty()) return false;
-  const std::string& op = n->op_type;
+  // The op descriptor says whether n is a fusable activation; its parameters come from n.
+  ActivationKind kind = op_descriptor(n->domain, n->op_type).activation;
   std::vector<float> params;
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") {
-    // no parameters
-  } else if (op == "HardSigmoid") {
-    params = {attr_float(*n, "alpha", 0.2f), attr_float(*n, "beta", 0.5f)};
-  } else if (op == "LeakyRelu") {
-    params = {attr_float(*n, "alpha", 0.01f)};
-  } else if (op == "Clip") {
-    float lo = -3.4028234e38f, hi = 3.4028234e38f;
-    if (n->opset < 11) {
-      lo = attr_float(*n, "min", lo);
-      hi = attr_float(*n, "max", hi);
-    } else {
-      if (n->inputs.size() > 1 && n->inputs[1]) {
-        auto s = const_scalar(n->inputs[1]);
-        if (!s || n->inputs[1]->initializer.dtype() != DType::F32) return false;
-        lo = static_cast<float>(*s);
-      }
-      if (n->inputs.size() > 2 && n->inputs[2]) {
-        auto s = const_scalar(n->inputs[2]);
-        if (!s || n->inputs[2]->initializer.dtype() != DType::F32) return false;
-        hi = static_cast<float>(*s);
-      }
+  switch (kind) {
+    case ActivationKind::None:
+    case ActivationKind::Silu:  // a pattern (above), not an op
+    case ActivationKind::GeluTanh:
+      return false;
+    case ActivationKind::Gelu: {
+      const auto it = n->attrs.find("approximate");
+      if (it != n->attrs.end() && it->second.s == "tanh") kind = ActivationKind::GeluTanh;
+      break;
     }
-    params = {lo, hi};
-  } else {
-    return false;
+    case ActivationKind::Relu:
+    case ActivationKind::Sigmoid:
+    case ActivationKind::Tanh:
+    case ActivationKind::HardSwish:
+      break;  // no parameters
+    case ActivationKind::HardSigmoid:
+      params = {attr_float(*n, "alpha", 0.2f), attr_float(*n, "beta", 0.5f)};
+      break;
+    case ActivationKind::LeakyRelu:
+      params = {attr_float(*n, "alpha", 0.01f)};
+      break;
+    case ActivationKind::Clip: {
+      float lo = -3.4028234e38f, hi = 3.4028234e38f;
+      if (n->opset < 11) {
+        lo = attr_float(*n, "min", lo);
+        hi = attr_float(*n, "max", hi);
+      } else {
+        if (n->inputs.size() > 1 && n->inputs[1]) {
+          auto s = const_scalar(n->inputs[1]);
+          if (!s || n->inputs[1]->initializer.dtype() != DType::F32) return false;
+          lo = static_cast<float>(*s);
+        }
+        if (n->inputs.size() > 2 && n->inputs[2]) {
+          auto s = const_scalar(n->inputs[2]);
+          if (!s || n->inputs[2]->initializer.dtype() != DType::F32) return false;
+          hi = static_cast<float>(*s);
+        }
+      }
+      params = {lo, hi};
+      break;
+    }
   }
-  *out = {op, params, {n}, n->outputs[0]};
+  *out = {std::string(activation_name(kind)), params, {n}, n->outputs[0]};
   return true;
 }
 
@@ -105,7 +116,7 @@ Epilogue match_epilogue(const GraphIndex& idx, Node* head, const std::function<b
   return ep;
 }
 
-Node* replace_with_fused(Graph& g, const std::vector<Node*>& replaced, Node* last, const std::string& op_type,
+Node* replace_with_fused(const PassContext& ctx, Graph& g, const std::vector<Node*>& replaced, Node* last, const std::string& op_type,
                          std::vector<Value*> inputs, Value* output, AttributeMap attrs,
                          std::unordered_set<const Node*>& dead) {
   Node* f = insert_node_before(g, last, op_type, last->name + "/" + op_type);
@@ -115,7 +126,10 @@ Node* replace_with_fused(Graph& g, const std::vector<Node*>& replaced, Node* las
   f->attrs = std::move(attrs);
   f->outputs = {output};
   output->producer = f;
-  for (Node* n : replaced) dead.insert(n);
+  for (Node* n : replaced) {
+    dead.insert(n);
+    record_replacement(ctx, *n, *f);
+  }
   return f;
 }
 

@@ -43,8 +43,8 @@ Epilogue match_epilogue(const GraphIndex& idx, Node* head, const std::function<b
 
 // Creates the fused node `op_type` (domain com.gearbox, opset 1) right before `last` (the
 // last node of the pattern), with the given inputs, writing `output`, and marks `replaced`
-// dead. Returns the new node.
-Node* replace_with_fused(Graph& g, const std::vector<Node*>& replaced, Node* last, const std::string& op_type,
+// dead, recording each as replaced by the new node (PassContext::record). Returns the new node.
+Node* replace_with_fused(const PassContext& ctx, Graph& g, const std::vector<Node*>& replaced, Node* last, const std::string& op_type,
                          std::vector<Value*> inputs, Value* output, AttributeMap attrs,
                          std::unordered_set<const Node*>& dead);
 // True when any node of `nodes` is already marked dead (used by an earlier match).

@@ -92,7 +92,7 @@ Value* match_tanh_head(const GraphIndex& idx, Node* tanh, std::vector<Node*>& no
 
 }  // namespace
 
-Result<int> fuse_gelu(Graph& g, const PassContext&) {
+Result<int> fuse_gelu(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -109,7 +109,7 @@ Result<int> fuse_gelu(Graph& g, const PassContext&) {
     Value* out = match_tail(idx, x, n->outputs[0], nodes);
     if (!out || any_dead(nodes, dead)) continue;
     AttributeMap attrs{{"approximate", attr_string(tanh ? "tanh" : "none")}};
-    replace_with_fused(g, nodes, idx.producer(out), "Gelu", {x}, out, std::move(attrs), dead);
+    replace_with_fused(ctx, g, nodes, idx.producer(out), "Gelu", {x}, out, std::move(attrs), dead);
     ++matches;
   }
   erase_nodes(g, dead);

@@ -30,7 +30,7 @@ Value* const_vector_operand(Node* n, const Value* v) {
 
 }  // namespace
 
-Result<int> fuse_layer_norm(Graph& g, const PassContext&) {
+Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -69,14 +69,14 @@ Result<int> fuse_layer_norm(Graph& g, const PassContext&) {
     std::vector<Node*> nodes{rm1, sub, pow, rm2, add_eps, sqrt, div, mul, add};
     if (any_dead(nodes, dead)) continue;
     AttributeMap attrs{{"axis", attr_int(-1)}, {"epsilon", attr_float(static_cast<float>(*eps))}};
-    replace_with_fused(g, nodes, add, "LayerNormalization", {x, gamma, beta}, add->outputs[0], std::move(attrs), dead);
+    replace_with_fused(ctx, g, nodes, add, "LayerNormalization", {x, gamma, beta}, add->outputs[0], std::move(attrs), dead);
     ++matches;
   }
   erase_nodes(g, dead);
   return matches;
 }
 
-Result<int> fuse_skip_layer_norm(Graph& g, const PassContext&) {
+Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -90,7 +90,7 @@ Result<int> fuse_skip_layer_norm(Graph& g, const PassContext&) {
     if (!add || idx.sole_consumer(ln->inputs[0]) != ln || add->inputs.size() != 2 || dead.count(add)) continue;
     // A residual sum of two activations, not a bias add.
     if (is_const(add->inputs[0]) || is_const(add->inputs[1])) continue;
-    replace_with_fused(g, {add, ln}, ln, "SkipLayerNormalization",
+    replace_with_fused(ctx, g, {add, ln}, ln, "SkipLayerNormalization",
                        {add->inputs[0], add->inputs[1], ln->inputs[1], ln->inputs[2]}, ln->outputs[0], ln->attrs,
                        dead);
     ++matches;

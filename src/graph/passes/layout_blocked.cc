@@ -87,7 +87,7 @@ Shape blocked_shape(const Shape& s) {
 
 }  // namespace
 
-Result<int> layout_blocked(Graph& g, const PassContext&) {
+Result<int> layout_blocked(Graph& g, const PassContext& ctx) {
   int onnx_opset = 13;  // the model's ai.onnx opset for the Reshapes and Transposes
   for (auto& n : g.nodes)
     if (n->domain.empty() && n->opset > 0) onnx_opset = n->opset;
@@ -186,6 +186,7 @@ Result<int> layout_blocked(Graph& g, const PassContext&) {
       twin->type = in->type;
       twin->type.shape = blocked_shape(in->type.shape);
       add_node(n, "Transpose", twin->name, {split}, twin)->attrs["perm"] = attr_ints({0, 3, 1, 2, 4});
+      record_twin(ctx, *twin, *in, "nChw16c", {0, 2, 3, 1, 4}, true);
       blocked[in] = twin;
     }
     std::vector<Value*> inputs = n->inputs;
@@ -199,6 +200,8 @@ Result<int> layout_blocked(Graph& g, const PassContext&) {
     r->domain = kGearboxDomain;
     r->opset = 1;
     r->attrs = n->attrs;
+    record_replacement(ctx, *n, *r);
+    record_twin(ctx, *y_twin, *y, "nChw16c", {0, 2, 3, 1, 4}, true);
     blocked[y] = y_twin;
     if (leaves(y)) {
       Value* split = g.add_value(y->name + "/split16");

@@ -75,7 +75,7 @@ const std::vector<int64_t> kToNchw{0, 3, 1, 2};
 
 }  // namespace
 
-Result<int> layout_nhwc(Graph& g, const PassContext&) {
+Result<int> layout_nhwc(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_map<const Node*, std::string> target;
   Regions regions;
@@ -119,6 +119,7 @@ Result<int> layout_nhwc(Graph& g, const PassContext&) {
       twin->type = in->type;
       twin->type.shape = permuted(in->type.shape, kToNhwc);
       transpose(n, in, twin, kToNhwc, onnx_opset);
+      record_twin(ctx, *twin, *in, "nhwc", kToNchw, false);
       nhwc[in] = twin;
     }
     inputs[0] = nhwc.at(inputs[0]);
@@ -134,6 +135,8 @@ Result<int> layout_nhwc(Graph& g, const PassContext&) {
     r->outputs = {y_twin};
     r->attrs = n->attrs;
     y_twin->producer = r;
+    record_replacement(ctx, *n, *r);
+    record_twin(ctx, *y_twin, *y, "nhwc", kToNchw, false);
     nhwc[y] = y_twin;
     bool read_outside = idx.pinned(y);
     for (const Node* c : idx.consumers(y)) {

@@ -7,7 +7,7 @@
 
 namespace gearbox::passes {
 
-Result<int> fuse_matmul(Graph& g, const PassContext&) {
+Result<int> fuse_matmul(Graph& g, const PassContext& ctx) {
   GraphIndex idx(g);
   std::unordered_set<const Node*> dead;
   std::vector<Node*> order;
@@ -26,7 +26,7 @@ Result<int> fuse_matmul(Graph& g, const PassContext&) {
     attrs.insert(ep.activation_attrs.begin(), ep.activation_attrs.end());
     std::vector<Value*> inputs = mm->inputs;
     if (ep.addend) inputs.push_back(ep.addend);
-    replace_with_fused(g, ep.nodes, ep.nodes.back(), is_gemm ? "FusedGemm" : "FusedMatMul", std::move(inputs),
+    replace_with_fused(ctx, g, ep.nodes, ep.nodes.back(), is_gemm ? "FusedGemm" : "FusedMatMul", std::move(inputs),
                        ep.output, std::move(attrs), dead);
     ++matches;
   }

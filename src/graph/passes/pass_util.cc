@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/op_descriptor.h"
+
 namespace gearbox::passes {
 
 namespace {
@@ -16,10 +18,20 @@ bool has_subgraph(const Node& n) {
   return false;
 }
 
-bool is_random_op(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
-         op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
+void record_replacement(const PassContext& ctx, const Node& old, const Node& by) {
+  if (ctx.record) ctx.record->replaced.push_back({old.name, old.qualified_op(), by.name, by.qualified_op(), {}});
 }
+
+void record_folding(const PassContext& ctx, const Node& old, const std::string& constant) {
+  if (ctx.record) ctx.record->replaced.push_back({old.name, old.qualified_op(), {}, {}, constant});
+}
+
+void record_twin(const PassContext& ctx, const Value& twin, const Value& of, std::string layout,
+                 std::vector<int64_t> perm, bool merge_last_two) {
+  if (ctx.record) ctx.record->twins.push_back({twin.name, of.name, std::move(layout), std::move(perm), merge_last_two});
+}
+
+bool is_random_op(const Node& n) { return op_descriptor(n.domain, n.op_type).kind == OpKind::Random; }
 
 void GraphIndex::rebuild() {
   consumers_.clear();

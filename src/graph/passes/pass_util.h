@@ -17,6 +17,7 @@
 
 #include "base/status.h"
 #include "graph/ir.h"
+#include "graph/optimizer.h"
 #include "kernels/kernel.h"
 
 namespace gearbox::passes {
@@ -24,7 +25,20 @@ namespace gearbox::passes {
 // Inputs the passes get from the optimizer.
 struct PassContext {
   size_t constant_fold_max_bytes = size_t(16) << 20;  // a folded output larger than this stays a node
+  // The optimizer's record of the running pass (null outside the optimizer): what replaced
+  // each removed node and which values were re-made in another layout. Passes fill it with
+  // record_replacement / record_folding / record_twin; the optimizer adds the nodes a pass
+  // removed without saying (they are simply gone).
+  PassReport* record = nullptr;
 };
+
+// `old` (being removed) is now computed by `by`.
+void record_replacement(const PassContext& ctx, const Node& old, const Node& by);
+// `old` (being removed) was folded into the constant `constant`.
+void record_folding(const PassContext& ctx, const Node& old, const std::string& constant);
+// `twin` holds `of` in another layout (see LayoutTwin).
+void record_twin(const PassContext& ctx, const Value& twin, const Value& of, std::string layout,
+                 std::vector<int64_t> perm, bool merge_last_two);
 
 // Who reads what, computed once per pass and refreshed with rebuild() after edits.
 class GraphIndex {
@@ -54,7 +68,7 @@ class GraphIndex {
 bool has_subgraph(const Node& n);
 // An ai.onnx operator whose output differs between runs (random ops; Dropout may be in
 // training mode): never folded or deduplicated.
-bool is_random_op(const std::string& op_type);
+bool is_random_op(const Node& n);  // the op descriptor's OpKind::Random
 
 // v is an initializer (a constant tensor).
 inline bool is_const(const Value* v) { return v && v->is_initializer && v->initializer.defined(); }

@@ -14,32 +14,30 @@
 
 #include "graph/passes/fusion_util.h"
 #include "graph/passes/passes.h"
+#include "kernels/op_descriptor.h"
 
 namespace gearbox::passes {
 namespace {
 
-// Element-wise ops with one tensor input whose output has that input's shape.
+// Ops that commute with a transpose of their one tensor input (the op descriptor's
+// TransposeRule::Unary; UnaryScalarOperands when the other inputs are constant scalars, as
+// Clip's min and max are: any layout).
 bool is_sinkable_unary(const Node& n) {
-  static const std::unordered_set<std::string> kOps = {
-      "Relu",  "LeakyRelu", "Sigmoid", "Tanh",  "Abs",       "Neg",         "Exp",      "Log",  "Sqrt",
-      "Reciprocal", "Erf",  "Elu",     "Selu",  "Celu",      "HardSigmoid", "HardSwish", "Softplus", "Softsign",
-      "Floor", "Ceil",      "Round",   "Sign",  "Not",       "Sin",         "Cos",      "Identity", "Cast"};
   if (!n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0]) return false;
-  if (n.op_type == "Clip") {  // min and max are scalars: any layout
+  const TransposeRule rule = op_descriptor(n.domain, n.op_type).transpose;
+  if (rule == TransposeRule::UnaryScalarOperands) {
     for (size_t i = 1; i < n.inputs.size(); ++i)
       if (n.inputs[i] && !const_scalar(n.inputs[i])) return false;
     return true;
   }
-  return n.inputs.size() == 1 && kOps.count(n.op_type) > 0;
+  return rule == TransposeRule::Unary && n.inputs.size() == 1;
 }
 
-// Element-wise ops with two inputs under numpy broadcasting (PRelu: slope broadcasts to x).
+// Element-wise ops with two inputs under numpy broadcasting (TransposeRule::Broadcast; PRelu:
+// slope broadcasts to x).
 bool is_sinkable_binary(const Node& n) {
-  static const std::unordered_set<std::string> kOps = {
-      "Add",  "Sub",     "Mul",  "Div",     "Pow",         "Max",       "Min",          "Mod",
-      "PRelu", "Equal",  "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"};
   return n.domain.empty() && n.inputs.size() == 2 && n.inputs[0] && n.inputs[1] && n.outputs.size() == 1 &&
-         n.outputs[0] && kOps.count(n.op_type) > 0;
+         n.outputs[0] && op_descriptor(n.domain, n.op_type).transpose == TransposeRule::Broadcast;
 }
 
 std::vector<int64_t> inverse(const std::vector<int64_t>& p) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/lru_cache.h"
+#include "kernels/op_descriptor.h"
 #include "kernels/reference_fallback.h"
 
 namespace gearbox::dnnl_engine {
@@ -179,42 +180,29 @@ int64_t ref_fallback_count() { return g_fallbacks.load(); }
 
 bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig) {
   using A = dnnl::algorithm;
-  const std::string act = ctx.attr_string("activation", "");
-  *sig += "act=" + act;
-  if (act.empty()) return true;
-  const std::vector<float> p = ctx.attr_floats("activation_params");
-  auto param = [&](size_t i, float def) { return i < p.size() ? p[i] : def; };
-  // The defaults match the reference (kernels/cpu/ref/fused_activation.cc).
-  float a = 0.f, b = 0.f;
-  if (act == "Relu") {
-    po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f);
-  } else if (act == "LeakyRelu") {
-    a = param(0, 0.01f);
-    po.append_eltwise(1.f, A::eltwise_relu, a, 0.f);  // relu with a negative slope
-  } else if (act == "Sigmoid") {
-    po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f);
-  } else if (act == "Tanh") {
-    po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f);
-  } else if (act == "Clip") {
-    a = param(0, -3.4028234e38f);
-    b = param(1, 3.4028234e38f);
-    po.append_eltwise(1.f, A::eltwise_clip, a, b);
-  } else if (act == "HardSigmoid") {
-    // oneDNN 2.6 has no hardsigmoid: clip(alpha x + beta, 0, 1) as linear then clip.
-    a = param(0, 0.2f);
-    b = param(1, 0.5f);
-    po.append_eltwise(1.f, A::eltwise_linear, a, b);
-    po.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
-  } else if (act == "HardSwish") {
-    po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);  // x relu6(x + 3) / 6, as ONNX
-  } else if (act == "Silu") {
-    po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f);  // x sigmoid(x)
-  } else if (act == "Gelu") {
-    po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f);
-  } else if (act == "GeluTanh") {
-    po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f);
-  } else {
-    return false;
+  // The one parser of the attributes, defaults applied (kernels/op_descriptor.h).
+  const std::optional<FusedActivation> act = fused_activation_of(ctx);
+  *sig += "act=" + ctx.attr_string("activation", "");
+  if (!act) return false;
+  const float a = act->p0, b = act->p1;
+  switch (act->kind) {
+    case ActivationKind::None: return true;
+    case ActivationKind::Relu: po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f); break;
+    case ActivationKind::LeakyRelu: po.append_eltwise(1.f, A::eltwise_relu, a, 0.f); break;  // negative slope
+    case ActivationKind::Sigmoid: po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
+    case ActivationKind::Tanh: po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); break;
+    case ActivationKind::Clip: po.append_eltwise(1.f, A::eltwise_clip, a, b); break;
+    case ActivationKind::HardSigmoid:
+      // oneDNN 2.6 has no hardsigmoid: clip(alpha x + beta, 0, 1) as linear then clip.
+      po.append_eltwise(1.f, A::eltwise_linear, a, b);
+      po.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
+      break;
+    case ActivationKind::HardSwish:
+      po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);  // x relu6(x + 3) / 6, as ONNX
+      break;
+    case ActivationKind::Silu: po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f); break;  // x sigmoid(x)
+    case ActivationKind::Gelu: po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f); break;
+    case ActivationKind::GeluTanh: po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f); break;
   }
   sig->append("(").append(key_float(a)).append(",").append(key_float(b)).append(")");
   return true;

@@ -5,6 +5,7 @@
 #include "kernels/cpu/ref/fast_math.h"
 #include "kernels/cpu/ref/fused_util.h"
 #include "kernels/cpu/ref/nn_util.h"
+#include "kernels/op_descriptor.h"
 
 namespace gearbox::ref::fused {
 
@@ -55,33 +56,35 @@ Result<Tensor> gelu(const KernelContext& ctx, const Tensor& x, bool tanh_form) {
 }
 
 Result<RuntimeValue> apply_activation(const KernelContext& ctx, RuntimeValue x) {
-  const std::string act = ctx.attr_string("activation", "");
-  if (act.empty()) return x;
-  const std::vector<float> p = ctx.attr_floats("activation_params");
-  auto param = [&](size_t i, float def) { return i < p.size() ? p[i] : def; };
-  if (act == "Relu") return call1(ctx, "Relu", 14, {&x});
-  if (act == "Sigmoid") return call1(ctx, "Sigmoid", 13, {&x});
-  if (act == "Tanh") return call1(ctx, "Tanh", 13, {&x});
-  if (act == "HardSwish") return call1(ctx, "HardSwish", 14, {&x});
-  if (act == "HardSigmoid")
-    return call1(ctx, "HardSigmoid", 6, {&x},
-                 {{"alpha", attr_float(param(0, 0.2f))}, {"beta", attr_float(param(1, 0.5f))}});
-  if (act == "LeakyRelu") return call1(ctx, "LeakyRelu", 16, {&x}, {{"alpha", attr_float(param(0, 0.01f))}});
-  if (act == "Clip") {
-    // Clip-6 takes its bounds as attributes, which the fusion stored as parameters.
-    return call1(ctx, "Clip", 6, {&x}, {{"min", attr_float(param(0, -3.4028234e38f))},
-                                       {"max", attr_float(param(1, 3.4028234e38f))}});
+  // The one parser of the attributes (kernels/op_descriptor.h); each kind runs the unfused
+  // op's kernel, so the fused op agrees with the graph it replaced.
+  const std::optional<FusedActivation> act = fused_activation_of(ctx);
+  if (!act)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "unknown fused activation '", ctx.attr_string("activation", ""), "'");
+  switch (act->kind) {
+    case ActivationKind::None: return x;
+    case ActivationKind::Relu: return call1(ctx, "Relu", 14, {&x});
+    case ActivationKind::Sigmoid: return call1(ctx, "Sigmoid", 13, {&x});
+    case ActivationKind::Tanh: return call1(ctx, "Tanh", 13, {&x});
+    case ActivationKind::HardSwish: return call1(ctx, "HardSwish", 14, {&x});
+    case ActivationKind::HardSigmoid:
+      return call1(ctx, "HardSigmoid", 6, {&x}, {{"alpha", attr_float(act->p0)}, {"beta", attr_float(act->p1)}});
+    case ActivationKind::LeakyRelu: return call1(ctx, "LeakyRelu", 16, {&x}, {{"alpha", attr_float(act->p0)}});
+    case ActivationKind::Clip:
+      // Clip-6 takes its bounds as attributes, which the fusion stored as parameters.
+      return call1(ctx, "Clip", 6, {&x}, {{"min", attr_float(act->p0)}, {"max", attr_float(act->p1)}});
+    case ActivationKind::Silu: {
+      GBX_ASSIGN_OR_RETURN(RuntimeValue s, call1(ctx, "Sigmoid", 13, {&x}));
+      return call1(ctx, "Mul", 14, {&x, &s});
+    }
+    case ActivationKind::Gelu:
+    case ActivationKind::GeluTanh: {
+      if (!x.is_tensor()) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Gelu needs a tensor");
+      GBX_ASSIGN_OR_RETURN(Tensor y, gelu(ctx, x.tensor(), act->kind == ActivationKind::GeluTanh));
+      return RuntimeValue(std::move(y));
+    }
   }
-  if (act == "Silu") {
-    GBX_ASSIGN_OR_RETURN(RuntimeValue s, call1(ctx, "Sigmoid", 13, {&x}));
-    return call1(ctx, "Mul", 14, {&x, &s});
-  }
-  if (act == "Gelu" || act == "GeluTanh") {
-    if (!x.is_tensor()) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Gelu needs a tensor");
-    GBX_ASSIGN_OR_RETURN(Tensor y, gelu(ctx, x.tensor(), act == "GeluTanh"));
-    return RuntimeValue(std::move(y));
-  }
-  return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "unknown fused activation '", act, "'");
+  return x;
 }
 
 namespace {

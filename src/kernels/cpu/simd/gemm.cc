@@ -219,33 +219,13 @@ void run(std::vector<Problem>& probs, const LazyB* lazy = nullptr) {
   }
 }
 
-// The node's fused activation (kernels/cpu/ref/fused_util.h); false for an unknown name.
+// The node's fused activation (the one parser, kernels/op_descriptor.h); false for an unknown name.
 bool parse_activation(const KernelContext& ctx, Problem& p) {
-  const std::string act = ctx.attr_string("activation", "");
-  const std::vector<float> params = ctx.attr_floats("activation_params");
-  auto param = [&](size_t i, float def) { return i < params.size() ? params[i] : def; };
-  if (act.empty()) p.act = Act::None;
-  else if (act == "Relu") p.act = Act::Relu;
-  else if (act == "Sigmoid") p.act = Act::Sigmoid;
-  else if (act == "Tanh") p.act = Act::Tanh;
-  else if (act == "HardSwish") p.act = Act::HardSwish;
-  else if (act == "Silu") p.act = Act::Silu;
-  else if (act == "Gelu") p.act = Act::Gelu;
-  else if (act == "GeluTanh") p.act = Act::GeluTanh;
-  else if (act == "LeakyRelu") {
-    p.act = Act::LeakyRelu;
-    p.p0 = param(0, 0.01f);
-  } else if (act == "HardSigmoid") {
-    p.act = Act::HardSigmoid;
-    p.p0 = param(0, 0.2f);
-    p.p1 = param(1, 0.5f);
-  } else if (act == "Clip") {
-    p.act = Act::Clip;
-    p.p0 = param(0, -3.4028234e38f);
-    p.p1 = param(1, 3.4028234e38f);
-  } else {
-    return false;
-  }
+  const std::optional<FusedActivation> act = fused_activation_of(ctx);
+  if (!act) return false;
+  p.act = act->kind;
+  p.p0 = act->p0;
+  p.p1 = act->p1;
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "base/tensor.h"
+#include "kernels/op_descriptor.h"
 
 namespace gearbox::simd::gemm {
 
@@ -32,8 +33,8 @@ inline int64_t packed_b_floats(int64_t k, int64_t n, int64_t nr) { return (n + n
 void pack_b(const float* b, int64_t rs, int64_t cs, int64_t rows, int64_t n, int64_t nr, int64_t panel_stride,
             float* out);
 
-// The fused activation of FusedMatMul/FusedGemm (kernels/cpu/ref/fused_util.h names).
-enum class Act : int { None, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Silu, Gelu, GeluTanh };
+// The fused activation of FusedMatMul/FusedGemm (kernels/op_descriptor.h).
+using Act = ActivationKind;
 
 // The largest K block and the M block one work item covers. The K block is the whole K up
 // to 1024 (larger K: equal blocks of at most 1024). The kc x NR B micro-panel (192 KiB on
