@@ -1,7 +1,10 @@
 // KernelContext accessors and the kernel registry.
 #include "kernels/kernel.h"
 
+#include "kernels/kernel_support.h"
+
 #include <algorithm>
+#include <string>
 
 namespace gearbox {
 
@@ -65,6 +68,121 @@ const KernelDef* KernelContext::find_kernel(std::string_view domain, std::string
   for (const std::string& engine : *engines_)
     if (const KernelDef* def = registry.find(domain, op_type, opset, engine, dtype)) return def;
   return nullptr;
+}
+
+const KernelDef* find_kernel_for(const KernelContext& parent, const KernelContext& call) {
+  const auto& registry = KernelRegistry::global();
+  const OpInfo& op = call.op();
+  const KernelQuery q = KernelQuery::of(call);
+  static const std::vector<std::string> kRefOnly{std::string(kEngineRef)};
+  for (const std::string& engine : parent.engines() ? *parent.engines() : kRefOnly)
+    for (const KernelDef& def : registry.all())
+      if (def.engine == engine && def.op_type == op.op_type && def.domain == op.domain &&
+          op.opset >= def.since_version && op.opset <= def.end_version && kernel_accepts(def, q).accepted())
+        return &def;
+  return nullptr;
+}
+
+std::string_view layout_name(TensorLayout l) {
+  switch (l) {
+    case TensorLayout::Plain: return "plain";
+    case TensorLayout::Nhwc: return "nhwc";
+    case TensorLayout::Nchw16c: return "nchw16c";
+  }
+  return "?";
+}
+
+KernelQuery KernelQuery::of(const KernelContext& ctx) {
+  std::vector<Input> inputs(ctx.num_inputs());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Input& in = inputs[i];
+    in.present = ctx.has_input(i);
+    in.constant = ctx.input_is_constant(i);
+    if (!in.present || !ctx.input_value(i).is_tensor()) continue;
+    const Tensor& t = ctx.input(i);
+    in.tensor = true;
+    in.dtype = t.dtype();
+    in.rank = static_cast<int64_t>(t.rank());
+    in.dims = t.dims();
+    in.value = &t;
+  }
+  std::vector<bool> wanted(ctx.num_outputs());
+  for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = ctx.wants_output(i);
+  KernelQuery q(ctx.op(), std::move(inputs), std::move(wanted));
+  q.at_run_time_ = true;
+  return q;
+}
+
+const KernelQuery::Input& KernelQuery::input(size_t i) const {
+  static const Input none;
+  return i < inputs_.size() ? inputs_[i] : none;
+}
+
+const Attribute* KernelQuery::attr(std::string_view name) const {
+  if (!op_.attrs) return nullptr;
+  auto it = op_.attrs->find(name);
+  return it == op_.attrs->end() ? nullptr : &it->second;
+}
+
+int64_t KernelQuery::attr_int(std::string_view name, int64_t def) const {
+  const Attribute* a = attr(name);
+  return a && a->type == AttrType::Int ? a->i : def;
+}
+
+float KernelQuery::attr_float(std::string_view name, float def) const {
+  const Attribute* a = attr(name);
+  return a && a->type == AttrType::Float ? a->f : def;
+}
+
+std::string KernelQuery::attr_string(std::string_view name, std::string def) const {
+  const Attribute* a = attr(name);
+  return a && a->type == AttrType::String ? a->s : def;
+}
+
+std::vector<int64_t> KernelQuery::attr_ints(std::string_view name, std::vector<int64_t> def) const {
+  const Attribute* a = attr(name);
+  return a && a->type == AttrType::Ints ? a->ints : def;
+}
+
+std::vector<float> KernelQuery::attr_floats(std::string_view name, std::vector<float> def) const {
+  const Attribute* a = attr(name);
+  return a && a->type == AttrType::Floats ? a->floats : def;
+}
+
+namespace {
+
+bool in_set(const std::vector<DType>& set, DType dt) {
+  return set.empty() || dt == DType::Undefined || std::find(set.begin(), set.end(), dt) != set.end();
+}
+
+}  // namespace
+
+KernelSupportTable& KernelSupportTable::global() {
+  static KernelSupportTable t;
+  return t;
+}
+
+bool KernelSupportTable::add(KernelFn fn, KernelSupport s) {
+  entries_.emplace_back(fn, std::move(s));
+  return true;
+}
+
+const KernelSupport* KernelSupportTable::find(KernelFn fn) const {
+  for (const auto& [f, s] : entries_)
+    if (f == fn) return &s;
+  return nullptr;
+}
+
+Verdict kernel_accepts(const KernelDef& def, const KernelQuery& q) {
+  const size_t di = static_cast<size_t>(def.dtype_input);
+  if (q.is_tensor(di) && !in_set(def.dtypes, q.dtype(di)))
+    return refuse("not for dtype " + std::string(dtype_name(q.dtype(di))) + " (input " + std::to_string(di) + ")");
+  const KernelSupport* s = KernelSupportTable::global().find(def.fn);
+  if (!s) return accept();
+  for (size_t i = 0; i < s->inputs.size() && i < q.num_inputs(); ++i)
+    if (q.is_tensor(i) && !in_set(s->inputs[i], q.dtype(i)))
+      return refuse("not for dtype " + std::string(dtype_name(q.dtype(i))) + " (input " + std::to_string(i) + ")");
+  return s->supports ? s->supports(q) : accept();
 }
 
 std::string KernelContext::node_prefix() const {

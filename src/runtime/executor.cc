@@ -12,6 +12,7 @@
 #include "runtime/node_observer.h"
 #include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
+#include "runtime/partitioner.h"
 
 namespace gearbox {
 
@@ -88,6 +89,14 @@ Status Executor::plan_graph(const Graph& graph) {
       return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
                         ") has no kernel on engine(s) ", join(order, ","),
                         other_opset ? " at this opset (other opsets are supported)" : "");
+    }
+    // Whether the choice can depend on run-time dims: a candidate before the first that
+    // statically accepts the node answers "later".
+    const KernelQuery sq = static_query(n);
+    for (const KernelDef* def : np.candidates) {
+      const Verdict v = kernel_accepts(*def, sq);
+      if (v.later()) np.shape_dependent = true;
+      if (v.accepted()) break;
     }
     for (const Value* out : n.outputs) np.wanted.push_back(out != nullptr);
     for (const Value* in : n.inputs) np.constant_inputs.push_back(in && in->is_initializer);
@@ -167,25 +176,34 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
   return outputs;
 }
 
-// The candidate for the dtype of the input that decides it. ONNX types are static, so the
-// choice holds for every later run of the same plan.
-Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const std::vector<const RuntimeValue*>& ins) const {
-  DType decisive = DType::Undefined;
+// The first candidate that accepts the node's inputs (its dtypes and predicate). Without a
+// shape-dependent predicate the choice holds for every later run of the same plan.
+Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const KernelContext& ctx) const {
+  const KernelQuery q = KernelQuery::of(ctx);
+  std::string why;           // the first predicate's reason, for the message
+  bool dtype_only = true;    // every candidate refused the dtype (not a case of its op)
   for (const KernelDef* cand : np.candidates) {
-    size_t di = static_cast<size_t>(cand->dtype_input);
-    DType dt = di < ins.size() && ins[di] && ins[di]->is_tensor() ? ins[di]->tensor().dtype() : DType::Undefined;
-    if (dt == DType::Undefined || cand->dtypes.empty() ||
-        std::find(cand->dtypes.begin(), cand->dtypes.end(), dt) != cand->dtypes.end())
-      return cand;
-    decisive = dt;
+    const Verdict v = kernel_accepts(*cand, q);
+    if (v.accepted()) return cand;
+    if (v.reason.rfind("not for dtype", 0) != 0) {
+      dtype_only = false;
+      if (why.empty()) why = std::string(cand->engine) + ": " + v.reason;
+    }
   }
   const Node& n = *np.node;
+  const bool forced = forced_.count(&n) > 0;
   std::vector<std::string> tried;
   for (const KernelDef* cand : np.candidates)
     if (std::find(tried.begin(), tried.end(), cand->engine) == tried.end()) tried.emplace_back(cand->engine);
-  return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
-                    n.opset, ") has no kernel for dtype ", dtype_name(decisive), " on engine(s) ", join(tried, ","),
-                    forced_.count(&n) ? " (forced by --engine)" : "");
+  const DType dt = ctx.has_input(0) && ctx.input_value(0).is_tensor() ? ctx.input(0).dtype() : DType::Undefined;
+  if (dtype_only)
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ",
+                      n.opset, ") has no kernel for dtype ", dtype_name(dt), " on engine(s) ", join(tried, ","),
+                      forced ? " (forced by --engine)" : "");
+  return make_error(forced ? ErrorCode::ENGINE_LACKS_KERNEL : ErrorCode::OP_UNSUPPORTED, "node '", n.name,
+                    "': operator ", n.qualified_op(), " (opset ", n.opset, "): no kernel on engine(s) ", join(tried, ","),
+                    " handles these inputs (", why, ")",
+                    forced ? "; it was forced by --engine: force another engine, or none" : "");
 }
 
 void Executor::record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx,
@@ -227,22 +245,30 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
     ins.push_back(rv);
   }
   PreparedPlan* plan = frame.rc->plan;
-  const KernelDef* def = plan ? plan->kernels[np.index].load(std::memory_order_acquire) : nullptr;
-  if (!def) {
-    GBX_ASSIGN_OR_RETURN(def, pick_kernel(np, ins));
-    if (plan) plan->kernels[np.index].store(def, std::memory_order_release);
-  }
   NodeObserver* observer = frame.rc->observer;
-  if (observer) GBX_RETURN_IF_ERROR(observer->before_node(n, frame.depth, ins));
   std::vector<RuntimeValue> outs(n.outputs.size());
   SubgraphRunner runner = [this, &frame](const Graph& body, std::vector<RuntimeValue> in) {
     return run_graph(body, std::move(in), &frame, *frame.rc);
   };
-  KernelContext ctx(np.info, std::move(ins), &outs, np.wanted, std::move(runner));
+  KernelContext ctx(np.info, ins, &outs, np.wanted, std::move(runner));
   ctx.set_constant_inputs(np.constant_inputs);
   ctx.set_last_reader_of(&np.overwritable_inputs);
   if (plan) ctx.set_node_cache(&plan->node_caches[np.index]);
   ctx.set_engines(&engines_);
+  const KernelDef* def = nullptr;
+  std::vector<Dims> shape_key;
+  if (plan && !np.shape_dependent) {
+    def = plan->kernels[np.index].load(std::memory_order_acquire);
+  } else if (plan) {
+    for (const RuntimeValue* v : ins) shape_key.push_back(v && v->is_tensor() ? v->tensor().dims() : Dims{-1});
+    def = plan->shape_choices[np.index].find(shape_key);
+  }
+  if (!def) {
+    GBX_ASSIGN_OR_RETURN(def, pick_kernel(np, ctx));
+    if (plan && !np.shape_dependent) plan->kernels[np.index].store(def, std::memory_order_release);
+    else if (plan) plan->shape_choices[np.index].add(std::move(shape_key), def);
+  }
+  if (observer) GBX_RETURN_IF_ERROR(observer->before_node(n, frame.depth, ins));
   const bool timing = log::logger().should_log(spdlog::level::debug);
   auto t0 = timing ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   Profiler* profiler = frame.rc->profiler;

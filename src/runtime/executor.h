@@ -8,8 +8,11 @@
 // node's candidates are those of the engine the partitioner placed it on (Node::engine,
 // runtime/partitioner.h), then -- unless that choice was forced -- those of the engines after
 // it in the priority list; a node without an engine gets every engine's, in priority order.
-// the dtype-specific kernel is picked from that short candidate list on the first run of a
-// prepared plan (runtime/plan_cache.h) and reused by later runs of the same plan. A run with a
+// the kernel is picked from that short candidate list -- the first that accepts the node's
+// run-time inputs (kernels/kernel.h kernel_accepts: dtypes and supports() predicate) -- on the
+// first run of a prepared plan (runtime/plan_cache.h) and reused by later runs of the same plan
+// (per input dims, for a node whose choice depends on shapes the static types left unknown).
+// No kernel hands its node to another engine itself: the engine that is picked runs. A run with a
 // plan also takes its tensor buffers from the plan's BufferPool. run() is const and keeps all
 // per-run state on the stack, so concurrent runs are safe.
 #pragma once
@@ -50,7 +53,8 @@ class Executor {
     const Node* node = nullptr;
     size_t index = 0;  // across all graphs: the slot in PreparedPlan::kernels
     OpInfo info;
-    std::vector<const KernelDef*> candidates;  // same (domain, op, opset, engine); differ in dtypes
+    std::vector<const KernelDef*> candidates;  // same (domain, op, opset); in engine priority order
+    bool shape_dependent = false;              // a candidate's predicate needs run-time dims
     std::vector<bool> wanted;                  // which outputs the graph uses
     std::vector<bool> constant_inputs;         // which inputs are initializers
     std::vector<bool> overwritable_inputs;     // KernelContext::may_overwrite_input's plan half
@@ -75,7 +79,7 @@ class Executor {
   Status run_node(const NodePlan& plan, Frame& frame) const;
   void record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx, const std::vector<RuntimeValue>& outs,
               const Frame& frame, int64_t begin_ns) const;
-  Result<const KernelDef*> pick_kernel(const NodePlan& np, const std::vector<const RuntimeValue*>& ins) const;
+  Result<const KernelDef*> pick_kernel(const NodePlan& np, const KernelContext& ctx) const;
 
   std::string engine_;                // as given: "cpu.dnnl,cpu.ref"
   std::vector<std::string> engines_;  // split, in priority order

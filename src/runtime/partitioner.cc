@@ -18,34 +18,42 @@ bool matches_op(const KernelDef& def, const Node& n) {
          n.opset <= def.end_version;
 }
 
-// The static dtype of the input that decides `def`'s kernel; Undefined when not known
-// (the executor then decides at the first run, as it does for non-tensor values).
-DType static_dtype(const KernelDef& def, const Node& n) {
-  const size_t di = static_cast<size_t>(def.dtype_input);
-  const Value* v = di < n.inputs.size() ? n.inputs[di] : nullptr;
-  return v && v->type.kind == ValueType::Kind::Tensor ? v->type.dtype : DType::Undefined;
-}
-
-bool accepts(const KernelDef& def, DType dt) {
-  return dt == DType::Undefined || def.dtypes.empty() ||
-         std::find(def.dtypes.begin(), def.dtypes.end(), dt) != def.dtypes.end();
-}
-
-// What `engine` offers node n: any kernel for its op at its opset, and one for its static dtype.
+// What `engine` offers node n: any kernel for its op at its opset, and one that accepts it
+// (its declared dtypes and its predicate) or may accept it at run time.
 struct Support {
   bool op = false;
-  bool dtype = false;
-  DType wanted = DType::Undefined;  // the static dtype a kernel lacked (for messages)
+  bool accepted = false;
+  bool later = false;          // accepted only if the run-time shapes fit
+  std::string reason;          // why the engine's kernels refused it (for messages)
 };
+
+bool output_dtypes_fit(const KernelDef& def, const Node& n) {
+  const KernelSupport* decl = KernelSupportTable::global().find(def.fn);
+  if (!decl) return true;
+  for (size_t i = 0; i < decl->outputs.size() && i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    const auto& set = decl->outputs[i];
+    if (!v || set.empty() || v->type.kind != ValueType::Kind::Tensor || v->type.dtype == DType::Undefined) continue;
+    if (std::find(set.begin(), set.end(), v->type.dtype) == set.end()) return false;
+  }
+  return true;
+}
 
 Support support(const Node& n, std::string_view engine) {
   Support s;
+  const KernelQuery q = static_query(n);
   for (const KernelDef& def : KernelRegistry::global().all()) {
     if (def.engine != engine || !matches_op(def, n)) continue;
     s.op = true;
-    const DType dt = static_dtype(def, n);
-    if (accepts(def, dt)) s.dtype = true;
-    else s.wanted = dt;
+    Verdict v = kernel_accepts(def, q);
+    if (v.accepted() && !output_dtypes_fit(def, n)) v = refuse("its output dtype is not one the kernel writes");
+    if (v.accepted()) {
+      s.accepted = true;
+      s.later = false;
+      return s;
+    }
+    if (v.later()) s.later = true;
+    else if (s.reason.empty()) s.reason = v.reason;
   }
   return s;
 }
@@ -124,6 +132,7 @@ class Partitioner {
       GBX_LOG_WARN("PARTITION", "{} node(s) came with an engine this session cannot use (engines {}) and were placed again: {}",
                    out_.reassigned, join(engines_, ","), join(reassigned_names_));
     GBX_LOG_INFO("PARTITION", "{}", out_.summary());
+    for (const std::string& r : out_.refusals) GBX_LOG_DEBUG("PARTITION", "passed over: {}", r);
     for (const PartitionRegion& r : out_.regions)
       GBX_LOG_DEBUG("PARTITION", "region {}: {} in graph '{}', {} node(s), {} .. {}", r.id, r.engine, r.graph, r.nodes,
                     r.first_node, r.last_node);
@@ -152,22 +161,29 @@ class Partitioner {
   Status place(Node& n) {
     if (const EngineOverride* ov = override_for(n)) {
       const Support s = support(n, ov->engine);
-      if (!s.op || !s.dtype) {
+      if (!s.op || (!s.accepted && !s.later)) {
         std::vector<std::string> have = engines_serving(n);
         return make_error(ErrorCode::ENGINE_LACKS_KERNEL, "--engine ", ov->target, "=", ov->engine, ": node '", n.name, "' (",
                           n.qualified_op(), ", opset ", n.opset, ") has no kernel on ", ov->engine,
-                          s.op ? " for dtype " + std::string(dtype_name(s.wanted)) : std::string(),
+                          s.op ? " that handles it (" + s.reason + ")" : std::string(),
                           have.empty() ? "; no engine has one" : "; engines with it: " + join(have),
                           " (force one of those, or name the node rather than its op type)");
       }
       n.engine = ov->engine;
       out_.forced.insert(&n);
+      if (s.later) out_.decided_at_run_time.insert(&n);
       return Status::OK();
     }
     if (!keep_placed_) n.engine.clear();
     if (!n.engine.empty()) {
       const bool listed = std::find(engines_.begin(), engines_.end(), n.engine) != engines_.end();
-      if (listed && support(n, n.engine).op) return Status::OK();
+      if (listed) {
+        const Support s = support(n, n.engine);
+        if (s.accepted || s.later) {
+          if (s.later) out_.decided_at_run_time.insert(&n);
+          return Status::OK();
+        }
+      }
       GBX_LOG_DEBUG("PARTITION", "node '{}' ({}): engine {} is not usable here; placing it again", n.name,
                     n.qualified_op(), n.engine);
       if (reassigned_names_.size() < 5) reassigned_names_.push_back(n.name + " (" + n.engine + ")");
@@ -175,16 +191,21 @@ class Partitioner {
       ++out_.reassigned;
       n.engine.clear();
     }
-    // The first engine with the dtype; else the first with the op at all, where the run
+    // The first engine whose kernel accepts the node (or may, once the run-time shapes are
+    // known: then the executor decides); else the first with the op at all, where the run
     // reports DTYPE_UNSUPPORTED if the dtype really arrives (the static type may be wrong).
     std::string first_with_op;
     for (const std::string& e : engines_) {
       const Support s = support(n, e);
-      if (s.op && s.dtype) {
+      if (s.accepted || s.later) {
         n.engine = e;
+        if (s.later) out_.decided_at_run_time.insert(&n);
         return Status::OK();
       }
-      if (s.op && first_with_op.empty()) first_with_op = e;
+      if (s.op) {
+        out_.refusals.push_back("node '" + n.name + "' (" + n.qualified_op() + "): " + e + ": " + s.reason);
+        if (first_with_op.empty()) first_with_op = e;
+      }
     }
     if (first_with_op.empty()) return unsupported(n, engines_);
     n.engine = first_with_op;
@@ -294,7 +315,36 @@ std::string Partition::summary() const {
       s += (first ? " " : ", ") + e + " " + std::to_string(count);
       first = false;
     }
+  if (!decided_at_run_time.empty()) s += ", " + std::to_string(decided_at_run_time.size()) + " decided at run time";
   return s;
+}
+
+KernelQuery static_query(const Node& n) {
+  std::vector<KernelQuery::Input> inputs(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    KernelQuery::Input& in = inputs[i];
+    if (!v) continue;
+    in.present = true;
+    in.constant = v->is_initializer;
+    if (v->is_initializer) {
+      in.tensor = true;
+      in.dtype = v->initializer.dtype();
+      in.rank = static_cast<int64_t>(v->initializer.rank());
+      in.dims = v->initializer.dims();
+      in.value = &v->initializer;
+      continue;
+    }
+    in.tensor = v->type.kind == ValueType::Kind::Tensor;
+    in.maybe_none = v->type.kind == ValueType::Kind::Optional;
+    if (!in.tensor) continue;
+    in.dtype = v->type.dtype;
+    if (v->type.shape.ranked) in.rank = static_cast<int64_t>(v->type.shape.rank());
+    in.dims = v->type.shape.concrete();
+  }
+  std::vector<bool> wanted;
+  for (const Value* out : n.outputs) wanted.push_back(out != nullptr);
+  return KernelQuery(OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs}, std::move(inputs), std::move(wanted));
 }
 
 Result<Partition> partition(Model& model, const std::vector<std::string>& engines,

@@ -1,8 +1,11 @@
 // Partitioning: which engine runs each node. Every node of the main graph and of every
 // subgraph (If/Loop/Scan bodies) gets Node::engine, the first engine of the priority list
-// ("cpu.dnnl,cpu.simd,cpu.ref") with a kernel for its (domain, op, opset) -- and for its
-// dtype when the dtype-deciding input's static type is known -- unless an override
-// ("NODE_OR_OPTYPE=ENGINE", gearbox --engine) forces one. Maximal runs of consecutive nodes
+// ("cpu.dnnl,cpu.simd,cpu.ref") whose kernel for its (domain, op, opset) accepts it
+// (kernels/kernel.h kernel_accepts: the kernel's declared dtypes and its supports() predicate,
+// over the node's attributes and static types) -- unless an override ("NODE_OR_OPTYPE=ENGINE",
+// gearbox --engine) forces one. When a predicate needs shapes that are only known at run time,
+// the node goes to that engine provisionally and the executor makes the same choice per shape
+// (Partition::decided_at_run_time); the profiler and the trace name the engine that ran. Maximal runs of consecutive nodes
 // (in execution order, per graph) on one engine are the regions the report and the
 // [PARTITION] log list; the executor runs the nodes where they were placed
 // (runtime/executor.h).
@@ -18,6 +21,7 @@
 
 #include "base/status.h"
 #include "graph/ir.h"
+#include "kernels/kernel_support.h"
 
 namespace gearbox {
 
@@ -48,9 +52,15 @@ struct Partition {
   std::vector<PartitionRegion> regions;
   size_t nodes = 0;                           // all graphs
   std::unordered_set<const Node*> forced;     // nodes an override placed: no fall-through
+  // Nodes whose kernel's predicate needs run-time shapes: Node::engine is the first engine that
+  // may take them; the executor picks per shape (it may run a later engine of the list).
+  std::unordered_set<const Node*> decided_at_run_time;
+  // "node 'conv1' (Conv): cpu.dnnl: <reason>" for every engine passed over because its kernel
+  // refused the node; logged at debug level under [PARTITION].
+  std::vector<std::string> refusals;
   size_t reassigned = 0;  // nodes that came with an engine this session cannot use (a .gbm)
 
-  // "12 nodes, 3 regions: cpu.dnnl 2, cpu.ref 10"
+  // "12 nodes, 3 regions: cpu.dnnl 2, cpu.ref 10" (+ ", 1 decided at run time")
   std::string summary() const;
 };
 
@@ -61,6 +71,10 @@ struct Partition {
 // message names node, op, opset, engines tried and what to do); ENGINE_UNKNOWN for an override
 // naming an engine no kernel is registered for, ENGINE_OVERRIDE_UNMATCHED for one that matches
 // no node, ENGINE_LACKS_KERNEL for one whose engine has no kernel for a node it forces.
+// What `n` offers a kernel's supports() predicate before any run: its attributes and the static
+// types and shapes of its inputs (initializers with their dims).
+KernelQuery static_query(const Node& n);
+
 Result<Partition> partition(Model& model, const std::vector<std::string>& engines,
                             const std::vector<EngineOverride>& overrides = {}, bool keep_placed = false);
 

@@ -3,8 +3,9 @@
 // A model with symbolic dims runs at many shapes. What is specific to a shape signature
 // (the dtypes and dims of every input) is prepared on the first run with it and reused by
 // every later run with the same signature:
-//   * the kernel chosen for each node (dtype dispatch resolved once, for every node of every
-//     subgraph);
+//   * the kernel chosen for each node (dtype dispatch and the kernels' supports() predicates
+//     resolved once, for every node of every subgraph; per input dims for a node whose choice
+//     depends on them);
 //   * the buffers of the run: a BufferPool sized by the first run and then only reused, so a
 //     repeated call allocates nothing new.
 // The cache holds at most `capacity` signatures (SessionOptions::plan_cache_size,
@@ -27,9 +28,35 @@
 
 namespace gearbox {
 
+// The kernels chosen for one node whose choice depends on its run-time input shapes (a
+// supports() predicate that read dims the static types did not know): shapes inside one plan
+// can still differ (a Loop body, a shape computed from data), so the choice is kept per input
+// dims, for a bounded number of them.
+class ShapeChoices {
+ public:
+  static constexpr size_t kMax = 16;
+  const KernelDef* find(const std::vector<Dims>& dims) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [d, def] : seen_)
+      if (d == dims) return def;
+    return nullptr;
+  }
+  void add(std::vector<Dims> dims, const KernelDef* def) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (seen_.size() < kMax) seen_.emplace_back(std::move(dims), def);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::vector<Dims>, const KernelDef*>> seen_;
+};
+
 struct PreparedPlan {
   PreparedPlan(std::string sig, size_t num_nodes)
-      : signature(std::move(sig)), kernels(num_nodes), node_caches(std::make_unique<NodeCache[]>(num_nodes)) {}
+      : signature(std::move(sig)),
+        kernels(num_nodes),
+        node_caches(std::make_unique<NodeCache[]>(num_nodes)),
+        shape_choices(std::make_unique<ShapeChoices[]>(num_nodes)) {}
   const std::string signature;
   BufferPool buffers;
   // The kernel picked for node i (Executor's node index across all graphs); null until the
@@ -37,6 +64,9 @@ struct PreparedPlan {
   std::vector<std::atomic<const KernelDef*>> kernels;
   // What node i's kernel keeps between runs (kernels/kernel.h NodeCache), freed with the plan.
   std::unique_ptr<NodeCache[]> node_caches;
+  // Node i's choices per input dims, for the nodes whose choice depends on them (above);
+  // `kernels` stays null for those.
+  std::unique_ptr<ShapeChoices[]> shape_choices;
   std::atomic<uint64_t> runs{0};
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/cpu/dnnl/dnnl_util.h"
+#include "kernels/engine_choice_test_util.h"
 #include "kernels/kernel_test_util.h"
 
 namespace gearbox::testing {
@@ -20,25 +21,25 @@ inline Tensor dnnl_random(Dims dims, std::mt19937& g) {
   return t;
 }
 
-// Which path the cpu.dnnl kernel must take: oneDNN itself, or its hand-over to the reference
-// kernel (configurations it does not handle). Checked through dnnl_engine::ref_fallback_count,
-// so a oneDNN failure that silently falls back cannot pass as "matches the reference".
+// Which engine must take the call in a session with "cpu.dnnl,cpu.ref": oneDNN's kernel, or
+// cpu.ref because cpu.dnnl's declarations refuse it (configurations it does not handle;
+// run_on_first_accepting), so a case oneDNN stopped taking cannot pass as "matches the
+// reference".
 enum class DnnlPath { OneDnn, Reference };
 
-// Runs `call` on cpu.ref and on cpu.dnnl. Both must succeed with the same shape and values
-// within abs 1e-5 * k + rel 1e-4 (k: the reduction length), or both fail with the same code;
-// when the reference succeeds, the dnnl kernel must have taken `path` (an invalid call may be
-// refused by either path).
+// Runs `call` on cpu.ref and on the engine "cpu.dnnl,cpu.ref" picks for it. Both must succeed
+// with the same shape and values within abs 1e-5 * k + rel 1e-4 (k: the reduction length), or
+// both fail with the same code; when the reference succeeds, the engine picked must be
+// `path`'s (an invalid call may be refused by either).
 inline void expect_dnnl_matches_ref(KernelCall call, int64_t k, const std::string& what,
                                     DnnlPath path = DnnlPath::OneDnn) {
   call.engine = std::string(kEngineRef);
   auto want = run_kernel(call);
-  call.engine = std::string(kEngineDnnl);
-  const int64_t fallbacks_before = dnnl_engine::ref_fallback_count();
-  auto got = run_kernel(call);
-  const int64_t fell_back = dnnl_engine::ref_fallback_count() - fallbacks_before;
-  if (want.ok() && path == DnnlPath::OneDnn) EXPECT_EQ(fell_back, 0) << what << ": oneDNN did not run";
-  if (want.ok() && path == DnnlPath::Reference) EXPECT_GT(fell_back, 0) << what << ": expected the reference fall-back";
+  EngineRun run = run_on_first_accepting(call, {std::string(kEngineDnnl), std::string(kEngineRef)});
+  const auto& got = run.result;
+  if (want.ok() && path == DnnlPath::OneDnn) EXPECT_EQ(run.engine, kEngineDnnl) << what << ": cpu.dnnl refused it";
+  if (want.ok() && path == DnnlPath::Reference)
+    EXPECT_EQ(run.engine, kEngineRef) << what << ": expected cpu.dnnl to refuse it";
   ASSERT_EQ(want.ok(), got.ok()) << what << ": ref " << want.status().to_string() << " / dnnl "
                                  << got.status().to_string();
   if (!want.ok()) {

@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/simd/attention_core.h"
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/engine_choice_test_util.h"
 #include "kernels/kernel_test_util.h"
 
 namespace gearbox::testing {
@@ -24,24 +25,24 @@ inline Tensor simd_random(Dims dims, std::mt19937& g, float lo = -1.f, float hi 
   return t;
 }
 
-// Which path the cpu.simd kernel must take: its own vector code, or its hand-over to the
-// reference kernel. Checked through simd::ref_fallback_count, so a silent fall-back cannot
-// pass as "matches the reference".
+// Which engine must take the call in a session with "cpu.simd,cpu.ref": cpu.simd's kernel, or
+// cpu.ref because cpu.simd's declarations refuse it (run_on_first_accepting), so a case the
+// simd kernel stopped taking cannot pass as "matches the reference".
 enum class SimdPath { Simd, Reference };
 
-// Runs `call` on cpu.ref and on cpu.simd. Both must succeed with the same shape and values
-// within abs_tol + rel_tol * |ref| or equal (infinities), NaN only where the reference has NaN, or both fail with
-// the same code; when the reference succeeds the simd kernel must have taken `path`.
+// Runs `call` on cpu.ref and on the engine "cpu.simd,cpu.ref" picks for it. Both must succeed
+// with the same shape and values within abs_tol + rel_tol * |ref| or equal (infinities), NaN
+// only where the reference has NaN, or both fail with the same code; when the reference
+// succeeds, the engine picked must be `path`'s.
 inline void expect_simd_matches_ref(KernelCall call, const std::string& what, SimdPath path = SimdPath::Simd,
                                     double abs_tol = 2e-5, double rel_tol = 1e-4) {
   call.engine = std::string(kEngineRef);
   auto want = run_kernel(call);
-  call.engine = std::string(kEngineSimd);
-  const int64_t before = simd::ref_fallback_count();
-  auto got = run_kernel(call);
-  const int64_t fell_back = simd::ref_fallback_count() - before;
-  if (want.ok() && path == SimdPath::Simd) EXPECT_EQ(fell_back, 0) << what << ": the simd path did not run";
-  if (want.ok() && path == SimdPath::Reference) EXPECT_GT(fell_back, 0) << what << ": expected the reference";
+  EngineRun run = run_on_first_accepting(call, {std::string(kEngineSimd), std::string(kEngineRef)});
+  const auto& got = run.result;
+  if (want.ok() && path == SimdPath::Simd) EXPECT_EQ(run.engine, kEngineSimd) << what << ": cpu.simd refused it";
+  if (want.ok() && path == SimdPath::Reference)
+    EXPECT_EQ(run.engine, kEngineRef) << what << ": expected cpu.simd to refuse it";
   ASSERT_EQ(want.ok(), got.ok()) << what << ": ref " << want.status().to_string() << " / simd "
                                  << got.status().to_string();
   if (!want.ok()) {

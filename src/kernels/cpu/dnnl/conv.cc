@@ -5,8 +5,8 @@
 // both engines agree on output sizes and errors). FusedConv's bias, residual Z (same shape
 // as Y; added with a sum post-op before the activation) and activation (eltwise post-ops)
 // run inside the convolution. Everything else (1-D/3-D, other dtypes, a Z that broadcasts,
-// an activation oneDNN lacks, empty tensors) falls back inside the kernel to the cpu.ref
-// kernel of the same op, because a kernel that returns an error is not retried elsewhere.
+// an activation oneDNN lacks, empty tensors) is refused by conv_supports(), so the node runs
+// on the next engine of the list (cpu.ref).
 //
 // Layouts: for Conv/FusedConv, source and destination use the primitive's preferred layout
 // (format_tag::any), with a reorder from/to NCHW on each run. com.gearbox.NhwcConv (written by
@@ -36,6 +36,7 @@
 #include "kernels/kernel_options.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 #include "kernels/cpu/ref/nn_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::dnnl_engine {
 namespace {
@@ -136,16 +137,17 @@ enum class Layout { Nchw, Nhwc, Nchw16c };
 constexpr int64_t kBlock = 16;
 
 // True when X has the layout's form: rank 4, or rank 5 with blocks of 16.
-bool has_form(const Tensor& x, Layout layout) {
-  return layout == Layout::Nchw16c ? x.rank() == 5 && x.dim(4) == kBlock : x.rank() == 4;
+bool has_form(const Dims& x, Layout layout) {
+  return layout == Layout::Nchw16c ? x.size() == 5 && x[4] == kBlock : x.size() == 4;
 }
 
 // X's dims in NCHW order (as oneDNN describes every layout); X has the layout's form.
-Dims logical_dims(const Tensor& x, Layout layout) {
-  if (layout == Layout::Nhwc) return {x.dim(0), x.dim(3), x.dim(1), x.dim(2)};
-  if (layout == Layout::Nchw16c) return {x.dim(0), x.dim(1) * kBlock, x.dim(2), x.dim(3)};
-  return x.dims();
+Dims logical_dims(const Dims& x, Layout layout) {
+  if (layout == Layout::Nhwc) return {x[0], x[3], x[1], x[2]};
+  if (layout == Layout::Nchw16c) return {x[0], x[1] * kBlock, x[2], x[3]};
+  return x;
 }
+Dims logical_dims(const Tensor& x, Layout layout) { return logical_dims(x.dims(), layout); }
 
 // The stored dims of an NCHW-ordered `l` in the layout (m % 16 == 0 for Nchw16c).
 Dims stored_dims(const Dims& l, Layout layout) {
@@ -172,17 +174,58 @@ Status run_conv(KernelContext& ctx, const ConvPrim& p, const Tensor& x, const dn
   return Status::OK();
 }
 
+// The checks of conv_supports() on concrete dims x, w, b (null: no bias) and z (null: no
+// residual); "" when this kernel handles them, else why not. `attrs` has the node's attributes.
+std::string conv_refusal(const KernelContext& attrs, Layout layout, const Dims& x, const Dims& w, const Dims* b,
+                         const Dims* z) {
+  if (!has_form(x, layout) || w.size() != 4) return "X " + to_string(x) + " or W " + to_string(w) + " is not 2-D";
+  if (dims_numel(x) == 0) return "X is empty";
+  const int64_t group = attrs.attr_int("group", 1);
+  const Dims xl = logical_dims(x, layout);
+  const int64_t n = xl[0], c = xl[1], m = w[0];
+  if (group < 1 || c % group != 0 || m % group != 0 || w[1] != c / group) return "group and channels do not fit";
+  if (layout == Layout::Nchw16c && m % kBlock != 0) return "M is not a multiple of 16";
+  const std::vector<int64_t> kernel{w[2], w[3]};
+  if (attrs.has_attr("kernel_shape") && attrs.attr_ints("kernel_shape") != kernel) return "kernel_shape differs from W";
+  if (b && (b->size() != 1 || (*b)[0] != m)) return "B " + to_string(*b) + " is not [M]";
+  auto win = ref::nn::make_window(attrs, {xl[2], xl[3]}, kernel);
+  if (!win.ok()) return "the window is invalid (the reference reports it)";
+  if (z && *z != stored_dims({n, m, win->out[0], win->out[1]}, layout))
+    return "Z " + to_string(*z) + " broadcasts to Y";  // the reference broadcasts it
+  return "";
+}
+
+template <bool kFused, Layout kLayout>
+Verdict conv_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (q.has_input(2)) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("B is not float32");
+  }
+  const bool with_z = kFused && q.has_input(3);
+  if (with_z) {
+    if (Verdict v = need_tensors(q, {3}); !v.accepted()) return v;
+    if (q.dtype(3) != DType::F32) return refuse("Z is not float32");
+  }
+  if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
+  const Dims* x = q.dims(0);
+  const Dims* w = q.dims(1);
+  const Dims* b = q.has_input(2) ? q.dims(2) : nullptr;
+  const Dims* z = with_z ? q.dims(3) : nullptr;
+  if (!x || !w || (q.has_input(2) && !b) || (with_z && !z)) return later();
+  std::vector<RuntimeValue> none;
+  const KernelContext attrs(q.op(), {}, &none, {});  // the window reads attributes only
+  const std::string why = conv_refusal(attrs, kLayout, *x, *w, b, z);
+  return why.empty() ? accept() : refuse(why);
+}
+
 // `layout`: how X, Z and Y are stored (W stays OIHW in all three).
 Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
-  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
-    return run_ref(ctx);
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || !has_form(x, layout) || w.rank() != 4 || x.numel() == 0)
-    return run_ref(ctx);
-  // B and Z when they are tensors (the checks below hand any other value to the reference).
-  const Tensor* b_in = ctx.has_input(2) && ctx.input_value(2).is_tensor() ? &ctx.input(2) : nullptr;
-  const Tensor* z_in = fused && ctx.has_input(3) && ctx.input_value(3).is_tensor() ? &ctx.input(3) : nullptr;
+  // B and Z (conv_supports accepted only tensors for them).
+  const Tensor* b_in = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const Tensor* z_in = fused && ctx.has_input(3) ? &ctx.input(3) : nullptr;
   // A node whose weights are constants keeps its primitive between runs.
   NodeCache* cache = ctx.input_is_constant(1) && (!ctx.has_input(2) || (b_in && ctx.input_is_constant(2)))
                          ? ctx.node_cache()
@@ -197,26 +240,23 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       try {
         return run_conv(ctx, *st->prim, st->sub_sh ? sub : x, st->weights, b_in, z_in, st->y_dims);
       } catch (const dnnl::error& e) {
-        GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-        return run_ref(ctx);
+        return dnnl_refused(ctx, e);
       }
     }
   }
+  if (std::string why = conv_refusal(ctx, layout, x.dims(), w.dims(), b_in ? &b_in->dims() : nullptr,
+                                     z_in ? &z_in->dims() : nullptr);
+      !why.empty())
+    return outside_supports(ctx, why);
   const int64_t group = ctx.attr_int("group", 1);
   Dims xl = logical_dims(x, layout);
   const int64_t n = xl[0], c = xl[1], m = w.dim(0);
-  if (group < 1 || c % group != 0 || m % group != 0 || w.dim(1) != c / group) return run_ref(ctx);  // its error
-  if (layout == Layout::Nchw16c && m % kBlock != 0) return run_ref(ctx);  // its error
   std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
-  if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
   const Tensor* b = b_in;
-  if (ctx.has_input(2) && (!b || b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m)) return run_ref(ctx);
   GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {xl[2], xl[3]}, kernel));
   const Dims yl{n, m, win.out[0], win.out[1]};
   const Dims ydims = stored_dims(yl, layout);
   const Tensor* z = z_in;
-  if (fused && ctx.has_input(3) && (!z || z->dtype() != DType::F32 || z->dims() != ydims))
-    return run_ref(ctx);  // a broadcasting Z or a non-tensor: the reference
   // A strided 1x1 convolution runs at unit stride on the pixels it reads (strided_1x1).
   const bool gather = strided_1x1(layout == Layout::Nhwc, kernel, win);
   const int64_t sub_sh = gather ? win.strides[0] : 0, sub_sw = gather ? win.strides[1] : 0;
@@ -232,7 +272,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   dnnl::post_ops po;
   std::string act_sig;
   if (z) po.append_sum(1.f);  // dst holds Z before the run: conv + b + Z, then the activation
-  if (fused && !append_activation(ctx, po, &act_sig)) return run_ref(ctx);
+  if (fused && !append_activation(ctx, po, &act_sig)) return outside_supports(ctx, "this activation");
 
   const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled();
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
@@ -315,8 +355,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
     }
     return Status::OK();
   } catch (const dnnl::error& e) {
-    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-    return run_ref(ctx);
+    return dnnl_refused(ctx, e);
   }
 }
 
@@ -334,9 +373,17 @@ int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 namespace {
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
+GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_supports<false, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
+GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_supports<true, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
+GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}},
+                               .layouts = {TensorLayout::Nhwc},
+                               .supports = conv_supports<true, Layout::Nhwc>});
 GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32}, nchw16c_conv});
+GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = {{DType::F32}, {DType::F32}},
+                                  .layouts = {TensorLayout::Nchw16c},
+                                  .supports = conv_supports<true, Layout::Nchw16c>});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

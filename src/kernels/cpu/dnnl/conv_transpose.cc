@@ -8,7 +8,7 @@
 // and cached like Conv's. Activations use the primitive's preferred layout with a reorder
 // from/to NCHW per run (conv.cc's NCHW path). Everything else (1-D/3-D, other dtypes,
 // empty tensors, a negative begin pad from an output_shape past the natural size, invalid input)
-// falls back inside the kernel to the cpu.ref kernel.
+// is refused by conv_transpose_supports(), so the node runs on the next engine (cpu.ref).
 #include <string>
 #include <vector>
 
@@ -26,30 +26,54 @@ struct DeconvPrim : ConvLayouts {
   dnnl::deconvolution_forward prim;
 };
 
-Status conv_transpose(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
-    return run_ref(ctx);
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || x.rank() != 4 || w.rank() != 4 || x.numel() == 0)
-    return run_ref(ctx);
-  const int64_t group = ctx.attr_int("group", 1);
-  const int64_t n = x.dim(0), c = x.dim(1);
-  if (group < 1 || c % group != 0 || w.dim(0) != c) return run_ref(ctx);  // the reference's error
-  const int64_t mg = w.dim(1), m = mg * group;
-  const std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
-  if (ctx.has_attr("kernel_shape") && ctx.attr_ints("kernel_shape") != kernel) return run_ref(ctx);
-  const Tensor* b = nullptr;
-  if (ctx.has_input(2)) {
-    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-    b = &ctx.input(2);
-    if (b->dtype() != DType::F32 || b->rank() != 1 || b->dim(0) != m) return run_ref(ctx);
-  }
-  auto win = ref::nn::make_transpose_window(ctx, {x.dim(2), x.dim(3)}, kernel);
-  if (!win.ok()) return run_ref(ctx);  // reported by the reference, with its wording
+// The checks on concrete dims x, w and b (null: no bias); "" when handled, else why not.
+std::string conv_transpose_refusal(const KernelContext& attrs, const Dims& x, const Dims& w, const Dims* b) {
+  if (x.size() != 4 || w.size() != 4) return "X or W is not 4-D";
+  if (dims_numel(x) == 0) return "X is empty";
+  const int64_t group = attrs.attr_int("group", 1);
+  const int64_t c = x[1];
+  if (group < 1 || c % group != 0 || w[0] != c) return "group and channels do not fit";  // the reference's error
+  const int64_t m = w[1] * group;
+  const std::vector<int64_t> kernel{w[2], w[3]};
+  if (attrs.has_attr("kernel_shape") && attrs.attr_ints("kernel_shape") != kernel) return "kernel_shape differs from W";
+  if (b && (b->size() != 1 || (*b)[0] != m)) return "B " + to_string(*b) + " is not [M]";
+  auto win = ref::nn::make_transpose_window(attrs, {x[2], x[3]}, kernel);
+  if (!win.ok()) return "the window is invalid (the reference reports it)";
   // A negative begin pad (an output_shape or SAME output past the natural size, extra
   // positions split to both ends) is refused by oneDNN; a negative end pad it takes.
-  if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0) return run_ref(ctx);
+  if (win->pad_begin[0] < 0 || win->pad_begin[1] < 0) return "a begin pad is negative";
+  return "";
+}
+
+Verdict conv_transpose_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (q.has_input(2)) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("B is not float32");
+  }
+  if ((q.rank(0) >= 0 && q.rank(0) != 4) || (q.rank(1) >= 0 && q.rank(1) != 4)) return refuse("X or W is not 4-D");
+  const Dims* x = q.dims(0);
+  const Dims* w = q.dims(1);
+  const Dims* b = q.has_input(2) ? q.dims(2) : nullptr;
+  if (!x || !w || (q.has_input(2) && !b)) return later();
+  std::vector<RuntimeValue> none;
+  const KernelContext attrs(q.op(), {}, &none, {});  // the window reads attributes only
+  const std::string why = conv_transpose_refusal(attrs, *x, *w, b);
+  return why.empty() ? accept() : refuse(why);
+}
+
+Status conv_transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (std::string why = conv_transpose_refusal(ctx, x.dims(), w.dims(), b ? &b->dims() : nullptr); !why.empty())
+    return outside_supports(ctx, why);
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dim(0), c = x.dim(1);
+  const int64_t mg = w.dim(1), m = mg * group;
+  const std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
+  auto win = ref::nn::make_transpose_window(ctx, {x.dim(2), x.dim(3)}, kernel);
+  if (!win.ok()) return win.status();
   const Dims ydims{n, m, win->out[0], win->out[1]};
   const std::string key = "deconv|" + to_string(x.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
                           to_string(win->strides) + "d" + to_string(win->dilations) + "p" + to_string(win->pad_begin) +
@@ -90,12 +114,12 @@ Status conv_transpose(KernelContext& ctx) {
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
-    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-    return run_ref(ctx);
+    return dnnl_refused(ctx, e);
   }
 }
 
 GBX_REGISTER_KERNEL({"", "ConvTranspose", 1, 17, kEngineDnnl, {DType::F32}, conv_transpose});
+GBX_KERNEL_SUPPORT(conv_transpose, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_transpose_supports});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -8,7 +8,6 @@
 
 #include "base/lru_cache.h"
 #include "kernels/op_descriptor.h"
-#include "kernels/reference_fallback.h"
 
 namespace gearbox::dnnl_engine {
 namespace {
@@ -24,7 +23,6 @@ Lru& weight_lru() {
   return lru;
 }
 std::atomic<int64_t> g_reorders{0};
-std::atomic<int64_t> g_fallbacks{0};
 
 struct WeightEntry {
   Tensor source;  // keeps the source buffer (and so its address) alive
@@ -176,7 +174,6 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
 
 int64_t weight_reorder_count() { return g_reorders.load(); }
 size_t weight_cache_size() { return weight_lru().size(); }
-int64_t ref_fallback_count() { return g_fallbacks.load(); }
 
 bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig) {
   using A = dnnl::algorithm;
@@ -208,9 +205,18 @@ bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string
   return true;
 }
 
-Status run_ref(KernelContext& ctx) {
-  ++g_fallbacks;
-  return run_reference_fallback(ctx);
+bool has_dnnl_activation(const KernelQuery& q) {
+  std::vector<RuntimeValue> none;
+  const KernelContext attrs(q.op(), {}, &none, {});  // append_activation reads attributes only
+  dnnl::post_ops po;
+  std::string sig;
+  return append_activation(attrs, po, &sig);
+}
+
+Status dnnl_refused(const KernelContext& ctx, const dnnl::error& e) {
+  return ctx.error(ErrorCode::INTERNAL, "oneDNN refused this case (", e.what(),
+                   ") although the kernel's supports() accepted it; run the node on another engine (--engine ",
+                   ctx.op().name, "=cpu.ref) and report the shapes");
 }
 
 }  // namespace gearbox::dnnl_engine

@@ -17,6 +17,7 @@
 
 #include "base/tensor.h"
 #include "kernels/kernel.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox {
 
@@ -131,9 +132,6 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const dnnl::memory& wei,
                          const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
 
-// Times a cpu.dnnl kernel handed its node to the reference kernel (run_ref), for tests that
-// must know which path ran.
-int64_t ref_fallback_count();
 // Times a convolution ran as oneDNN's Winograd algorithm (conv.cc), for the same purpose.
 int64_t winograd_conv_runs();
 // Times a convolution reused what its node kept from an earlier run (conv.cc ConvNodeState).
@@ -143,11 +141,14 @@ int64_t strided_1x1_subsamples();
 
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name
-// has no oneDNN equivalent (the caller falls back to the reference kernel).
+// has no oneDNN equivalent (the kernels' supports() refuse such a node: has_dnnl_activation).
 bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig);
+// Whether append_activation takes the node's activation attributes, for supports() predicates.
+bool has_dnnl_activation(const KernelQuery& q);
 
-// Runs the cpu.ref kernel of the node's own op on the same context.
-Status run_ref(KernelContext& ctx);
+// The error for a primitive oneDNN refused to create or run (a case the kernel's supports()
+// did not foresee): INTERNAL with oneDNN's message and the way round it (another engine).
+Status dnnl_refused(const KernelContext& ctx, const dnnl::error& e);
 
 }  // namespace dnnl_engine
 }  // namespace gearbox

@@ -6,8 +6,8 @@
 // transB as strided descriptors (no transposed copy), alpha as the output scale, beta * C as
 // a sum post-op over a destination pre-filled with C broadcast to (M, N). All layouts are
 // plain row-major (B is read in place). Anything else (1-D operands, other dtypes, shapes
-// that do not match, which the reference reports with its error) runs the cpu.ref kernel of
-// the same op from inside this kernel. com.gearbox FusedMatMul (bias [N] as a binary_add
+// that do not match, which the reference reports with its error) is refused by
+// matmul_supports() / gemm_supports(), so the node runs on the next engine of the list. com.gearbox FusedMatMul (bias [N] as a binary_add
 // post-op) and FusedGemm add the fused activation as eltwise post-ops (dnnl_util.h).
 //
 // MatMul/FusedMatMul with a constant B (an initializer: the weights of a linear layer) whose
@@ -62,29 +62,89 @@ void run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, 
   s.wait();
 }
 
+// MatMul/FusedMatMul on concrete dims (bias: FusedMatMul's, null when none); "" when handled.
+std::string matmul_refusal(const Dims& a, const Dims& b, const Dims* bias) {
+  if (dims_numel(a) == 0 || dims_numel(b) == 0) return "an operand is empty";
+  const auto shapes = matmul_shapes(a, b);
+  if (!shapes) return "shapes " + to_string(a) + " x " + to_string(b) + " are not a rank>=2 MatMul";
+  if (bias && (bias->size() != 1 || (*bias)[0] != shapes->out.back()))
+    return "the bias " + to_string(*bias) + " is not [N]";
+  return "";
+}
+
+template <bool kFused>
+Verdict matmul_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (kFused && q.has_input(2)) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("the bias is not float32");
+  }
+  if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
+  const Dims* a = q.dims(0);
+  const Dims* b = q.dims(1);
+  const Dims* bias = kFused && q.has_input(2) ? q.dims(2) : nullptr;
+  if (!a || !b || (kFused && q.has_input(2) && !bias)) return later();
+  const std::string why = matmul_refusal(*a, *b, bias);
+  return why.empty() ? accept() : refuse(why);
+}
+
+// Gemm/FusedGemm on concrete dims (c: C when beta != 0, else null); "" when handled.
+std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, bool tb) {
+  if (a.size() != 2 || b.size() != 2) return "A or B is not 2-D";
+  if (dims_numel(a) == 0 || dims_numel(b) == 0) return "A or B is empty";
+  const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+  const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (k != kb) return "inner dims " + std::to_string(k) + " and " + std::to_string(kb) + " differ";
+  if (c) {
+    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
+    if (c->size() > 2) return "C " + to_string(*c) + " is not 2-D";
+    const int64_t cm = c->size() == 2 ? (*c)[0] : 1, cn = c->empty() ? 1 : c->back();
+    if ((cm != m && cm != 1) || (cn != n && cn != 1)) return "C " + to_string(*c) + " does not broadcast to the output";
+  }
+  return "";
+}
+
+template <bool kFused>
+Verdict gemm_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (q.dtype(1) != DType::F32) return refuse("B is not float32");
+  const bool with_c = q.has_input(2) && q.attr_float("beta", 1.f) != 0.f;
+  if (with_c) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("C is not float32");
+  }
+  if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
+  const Dims* a = q.dims(0);
+  const Dims* b = q.dims(1);
+  const Dims* c = with_c ? q.dims(2) : nullptr;
+  if (!a || !b || (with_c && !c)) return later();
+  const std::string why = gemm_refusal(*a, *b, c, q.attr_int("transA", 0) != 0, q.attr_int("transB", 0) != 0);
+  return why.empty() ? accept() : refuse(why);
+}
+
 Status matmul_impl(KernelContext& ctx, bool fused) {
-  const auto shapes = f32_matmul_shapes(ctx);
-  if (!shapes) return run_ref(ctx);  // the reference handles it or reports the mismatch
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
+  const Tensor* bias_in = fused && ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (std::string why = matmul_refusal(a.dims(), b.dims(), bias_in ? &bias_in->dims() : nullptr); !why.empty())
+    return outside_supports(ctx, why);
+  const auto shapes = matmul_shapes(a.dims(), b.dims());
   const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
   const size_t r = cd.size();
-  // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (other bias shapes run
-  // the reference), then the activation.
+  // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (matmul_supports refuses
+  // other bias shapes), then the activation.
   const Tensor* bias = nullptr;
   dnnl::post_ops po;
   std::string sig;
   if (fused) {
-    if (ctx.has_input(2)) {
-      if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-      bias = &ctx.input(2);
-      if (bias->dtype() != DType::F32 || bias->rank() != 1 || bias->dim(0) != cd[r - 1]) return run_ref(ctx);
+    if (bias_in) {
+      bias = bias_in;
       memory::dims bdims(r, 1);
       bdims[r - 1] = cd[r - 1];
       po.append_binary(dnnl::algorithm::binary_add, plain_md(bdims));
       sig += "bias";
     }
-    if (!append_activation(ctx, po, &sig)) return run_ref(ctx);
+    if (!append_activation(ctx, po, &sig)) return outside_supports(ctx, "this activation");
   }
   // Constant weights without batch dims get a blocked layout, reordered once (see the top).
   bool packed_b = ctx.input_is_constant(1);
@@ -112,38 +172,24 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
-    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-    return run_ref(ctx);
+    return dnnl_refused(ctx, e);
   }
 }
 
 Status gemm_impl(KernelContext& ctx, bool fused) {
-  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
-    return run_ref(ctx);
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 || a.numel() == 0 ||
-      b.numel() == 0)
-    return run_ref(ctx);
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
   const float alpha = ctx.attr_float("alpha", 1.f), beta = ctx.attr_float("beta", 1.f);
+  const Tensor* c = ctx.has_input(2) && beta != 0.f ? &ctx.input(2) : nullptr;
+  if (std::string why = gemm_refusal(a.dims(), b.dims(), c ? &c->dims() : nullptr, ta, tb); !why.empty())
+    return outside_supports(ctx, why);
   const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
-  const int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
-  if (k != kb) return run_ref(ctx);
-  const Tensor* c = nullptr;
-  if (ctx.has_input(2) && beta != 0.f) {
-    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-    c = &ctx.input(2);
-    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
-    const Dims& d = c->dims();
-    if (c->dtype() != DType::F32 || d.size() > 2) return run_ref(ctx);
-    const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
-    if ((cm != m && cm != 1) || (cn != n && cn != 1)) return run_ref(ctx);
-  }
+  const int64_t n = tb ? b.dim(0) : b.dim(1);
   dnnl::post_ops po;
   std::string sig;
   if (c) po.append_sum(beta);  // dst = alpha A B + beta dst, dst pre-filled with C
-  if (fused && !append_activation(ctx, po, &sig)) return run_ref(ctx);  // FusedGemm: then the activation
+  if (fused && !append_activation(ctx, po, &sig)) return outside_supports(ctx, "this activation");  // FusedGemm
   try {
     const std::string key = sig + "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
                             (ta ? "T" : "N") + (tb ? "T" : "N") + key_float(alpha) + "|" +
@@ -170,8 +216,7 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
-    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-    return run_ref(ctx);
+    return dnnl_refused(ctx, e);
   }
 }
 
@@ -181,9 +226,13 @@ Status gemm(KernelContext& ctx) { return gemm_impl(ctx, false); }
 Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineDnnl, {DType::F32}, matmul});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<false>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineDnnl, {DType::F32}, gemm});
+GBX_KERNEL_SUPPORT(gemm, {.supports = gemm_supports<false>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<true>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedGemm", 1, 1, kEngineDnnl, {DType::F32}, fused_gemm});
+GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_supports<true>});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

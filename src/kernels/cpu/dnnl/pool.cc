@@ -5,7 +5,7 @@
 // geometry comes from the reference's make_window, so both engines agree on output sizes and
 // errors; oneDNN takes explicit pads only, so ceil_mode becomes a larger end pad (max and
 // exclude-padding average ignore padded cells, so the result is the same). Everything else
-// falls back inside the kernel to the cpu.ref kernel of the same op (conv.cc's convention):
+// is refused by pool_supports(), so the node runs on the next engine (the reference):
 // 1-D/3-D, other dtypes, MaxPool's Indices output, empty tensors, and an averaging window
 // that counts padding past the declared end pad (ceil_mode with count_include_pad: the
 // reference clamps the divisor to the padded extent, oneDNN divides by the kernel size).
@@ -41,14 +41,14 @@ std::string join(const std::vector<int64_t>& v) {
   return s;
 }
 
-// kNhwc: the layout pass's com.gearbox.Nhwc* pools, on channels-last [N, H, W, C] tensors.
-template <Kind kKind, bool kNhwc = false>
-Status pool(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.input_value(0).is_tensor()) return run_ref(ctx);
-  const Tensor& x = ctx.input(0);
-  if (x.dtype() != DType::F32 || x.rank() != 4 || x.numel() == 0) return run_ref(ctx);
-  if (kKind == Kind::Max && ctx.wants_output(1)) return run_ref(ctx);  // Indices
-  const Dims xl = kNhwc ? Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)} : x.dims();  // logical NCHW
+// The window and algorithm of a pool over x (`attrs`: a context with the node's attributes;
+// kNhwc: channels-last x); "" when this kernel handles it, else why not (a case the reference
+// takes, with its result or its error).
+template <Kind kKind, bool kNhwc>
+std::string pool_plan(const KernelContext& attrs, const Dims& x, ref::nn::Window* out, dnnl::algorithm* out_alg) {
+  if (x.size() != 4) return "the input is not 4-D";
+  if (dims_numel(x) == 0) return "the input is empty";
+  const Dims xl = kNhwc ? Dims{x[0], x[3], x[1], x[2]} : x;  // logical NCHW
   const std::vector<int64_t> in{xl[2], xl[3]};
   ref::nn::Window win;
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
@@ -59,31 +59,62 @@ Status pool(KernelContext& ctx) {
     win.pad_begin = win.pad_end = {0, 0};
     alg = dnnl::algorithm::pooling_avg_exclude_padding;
   } else {
-    std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
-    if (kernel.size() != 2) return run_ref(ctx);  // its error, or a 1-D/3-D window
-    const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
-    GBX_ASSIGN_OR_RETURN(win, ref::nn::make_window(ctx, in, kernel, ceil_mode, kKind == Kind::Max));
+    std::vector<int64_t> kernel = attrs.attr_ints("kernel_shape");
+    if (kernel.size() != 2) return "the window is not 2-D";  // its error, or a 1-D/3-D window
+    const bool ceil_mode = attrs.attr_int("ceil_mode", 0) != 0;
+    auto w = ref::nn::make_window(attrs, in, kernel, ceil_mode, kKind == Kind::Max);
+    if (!w.ok()) return "the window is invalid (the reference reports it)";
+    win = *w;
     if constexpr (kKind == Kind::Max) {
-      const int64_t storage_order = ctx.attr_int("storage_order", 0);
-      if (storage_order != 0 && storage_order != 1) return run_ref(ctx);  // its error
+      const int64_t storage_order = attrs.attr_int("storage_order", 0);
+      if (storage_order != 0 && storage_order != 1) return "storage_order is not 0 or 1";  // its error
     } else {
-      const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+      const bool include_pad = attrs.attr_int("count_include_pad", 0) != 0;
       alg = include_pad ? dnnl::algorithm::pooling_avg_include_padding
                         : dnnl::algorithm::pooling_avg_exclude_padding;
     }
     for (size_t i = 0; i < 2; ++i) {
       // A window wholly inside the padding: the reference's -inf / 0 results are its own.
       const int64_t ext = (win.kernel[i] - 1) * win.dilations[i] + 1;
-      if (win.pad_begin[i] >= ext || win.pad_end[i] >= ext) return run_ref(ctx);
+      if (win.pad_begin[i] >= ext || win.pad_end[i] >= ext) return "a window lies wholly in the padding";
       // The end pad oneDNN needs for this output size (larger than the declared one under
       // ceil_mode); never smaller than the declared one, which floor division already allows.
       const int64_t need = (win.out[i] - 1) * win.strides[i] + ext - win.in[i] - win.pad_begin[i];
       if (need > win.pad_end[i]) {
-        if (alg == dnnl::algorithm::pooling_avg_include_padding) return run_ref(ctx);
+        if (alg == dnnl::algorithm::pooling_avg_include_padding) return "ceil_mode with count_include_pad";
         win.pad_end[i] = need;
       }
     }
   }
+  *out = win;
+  *out_alg = alg;
+  return "";
+}
+
+template <Kind kKind, bool kNhwc = false>
+Verdict pool_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0}); !v.accepted()) return v;
+  if (kKind == Kind::Max && q.wants_output(1)) return refuse("the Indices output is wanted");
+  if (q.rank(0) >= 0 && q.rank(0) != 4) return refuse("the input is not 4-D");
+  const Dims* x = q.dims(0);
+  if (!x) return later();
+  std::vector<RuntimeValue> none;
+  const KernelContext attrs(q.op(), {}, &none, {});  // pool_plan reads attributes only
+  ref::nn::Window win;
+  dnnl::algorithm alg;
+  const std::string why = pool_plan<kKind, kNhwc>(attrs, *x, &win, &alg);
+  return why.empty() ? accept() : refuse(why);
+}
+
+// kNhwc: the layout pass's com.gearbox.Nhwc* pools, on channels-last [N, H, W, C] tensors.
+template <Kind kKind, bool kNhwc = false>
+Status pool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Dims xl = kNhwc ? Dims{x.dim(0), x.dim(3), x.dim(1), x.dim(2)} : x.dims();  // logical NCHW
+  ref::nn::Window win;
+  dnnl::algorithm alg;
+  if (std::string why = pool_plan<kKind, kNhwc>(ctx, x.dims(), &win, &alg); !why.empty())
+    return outside_supports(ctx, why);
   const Dims yl{xl[0], xl[1], win.out[0], win.out[1]};
   const Dims ydims = kNhwc ? Dims{xl[0], win.out[0], win.out[1], xl[1]} : yl;
 
@@ -120,18 +151,25 @@ Status pool(KernelContext& ctx) {
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
-    GBX_LOG_DEBUG("DNNL", "{}: oneDNN refused ({}); running the reference kernel", ctx.node_prefix(), e.what());
-    return run_ref(ctx);
+    return dnnl_refused(ctx, e);
   }
 }
 
 GBX_REGISTER_KERNEL({"", "MaxPool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Max>});
+GBX_KERNEL_SUPPORT(pool<Kind::Max>, {.supports = pool_supports<Kind::Max>});
 GBX_REGISTER_KERNEL({"", "AveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
+GBX_KERNEL_SUPPORT(pool<Kind::Average>, {.supports = pool_supports<Kind::Average>});
 GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
+GBX_KERNEL_SUPPORT(pool<Kind::GlobalAverage>, {.supports = pool_supports<Kind::GlobalAverage>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcMaxPool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Max, true>});
+GBX_KERNEL_SUPPORT((pool<Kind::Max, true>), {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Max, true>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcAveragePool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Average, true>});
+GBX_KERNEL_SUPPORT((pool<Kind::Average, true>),
+                   {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Average, true>});
 GBX_REGISTER_KERNEL(
     {"com.gearbox", "NhwcGlobalAveragePool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage, true>});
+GBX_KERNEL_SUPPORT((pool<Kind::GlobalAverage, true>),
+                   {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::GlobalAverage, true>});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/kernel_support.h"
 
 namespace gearbox::ref::fused {
 
@@ -19,10 +20,6 @@ namespace gearbox::ref::fused {
 inline Result<std::vector<RuntimeValue>> call(const KernelContext& parent, std::string_view op, int opset,
                                               const std::vector<const RuntimeValue*>& inputs,
                                               const AttributeMap& attrs = {}, size_t nout = 1) {
-  DType dt = DType::Undefined;
-  if (!inputs.empty() && inputs[0] && inputs[0]->is_tensor()) dt = inputs[0]->tensor().dtype();
-  const KernelDef* def = parent.find_kernel("", op, opset, dt);
-  if (!def) return parent.error(ErrorCode::DTYPE_UNSUPPORTED, "no ", op, " kernel for dtype ", dtype_name(dt));
   std::vector<RuntimeValue> outs(nout);
   KernelContext ctx(OpInfo{parent.op().name, op, "", opset, &attrs}, inputs, &outs, std::vector<bool>(nout, true));
   ctx.set_engines(parent.engines());
@@ -31,6 +28,12 @@ inline Result<std::vector<RuntimeValue>> call(const KernelContext& parent, std::
     for (size_t j = 0; j < parent.num_inputs(); ++j)
       if (inputs[i] && parent.input_is_constant(j) && inputs[i] == &parent.input_value(j)) constant[i] = true;
   ctx.set_constant_inputs(std::move(constant));
+  const KernelDef* def = find_kernel_for(parent, ctx);
+  if (!def) {
+    DType dt = DType::Undefined;
+    if (!inputs.empty() && inputs[0] && inputs[0]->is_tensor()) dt = inputs[0]->tensor().dtype();
+    return parent.error(ErrorCode::DTYPE_UNSUPPORTED, "no ", op, " kernel for dtype ", dtype_name(dt));
+  }
   GBX_RETURN_IF_ERROR(def->fn(ctx));
   return outs;
 }

@@ -4,24 +4,47 @@
 // axis before it (the input is coerced to 2-D there, so rows are always contiguous); each row
 // runs simd_util.h softmax_row, rows threaded with OpenMP. Gelu: float32, erf form
 // (approximate="none") or tanh form, chunks threaded. Other dtypes, another softmax axis and
-// invalid attributes run the reference kernel (which produces the errors).
+// invalid attributes are refused by the supports() predicates (the reference kernel takes
+// those nodes and produces the errors).
 #include <string>
 
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::simd {
 namespace {
 
-Status softmax(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.input_value(0).is_tensor()) return run_ref(ctx);
-  const Tensor& x = ctx.input(0);
-  if (x.dtype() != DType::F32 || x.numel() == 0) return run_ref(ctx);
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  const bool legacy = ctx.opset() < 13;
-  int64_t axis = ctx.attr_int("axis", legacy ? 1 : -1);
-  if (axis < -rank || axis >= rank) return run_ref(ctx);
+// Softmax's axis, normalized, when this kernel handles it: in range, and the last axis from
+// opset 13 (before it, the input is coerced to 2-D at the axis: rows are contiguous anyway).
+bool softmax_axis(int64_t rank, int opset, int64_t axis, int64_t* out) {
+  const bool legacy = opset < 13;
+  if (axis < -rank || axis >= rank) return false;
   if (axis < 0) axis += rank;
-  if (!legacy && axis != rank - 1) return run_ref(ctx);
+  if (!legacy && axis != rank - 1) return false;
+  *out = axis;
+  return true;
+}
+
+Verdict softmax_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0}); !v.accepted()) return v;
+  if (q.rank(0) < 0) return later();
+  int64_t axis = 0;
+  if (!softmax_axis(q.rank(0), q.opset(), q.attr_int("axis", q.opset() < 13 ? 1 : -1), &axis))
+    return refuse("axis " + std::to_string(q.attr_int("axis", q.opset() < 13 ? 1 : -1)) + " of a rank-" +
+                  std::to_string(q.rank(0)) + " input is not its last (or out of range)");
+  return accept();
+}
+
+Status softmax(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t axis = 0;
+  if (!softmax_axis(rank, ctx.opset(), ctx.attr_int("axis", ctx.opset() < 13 ? 1 : -1), &axis))
+    return outside_supports(ctx, "this axis");
+  if (x.numel() == 0) {  // nothing to normalize
+    ctx.set_output(0, Tensor(DType::F32, x.dims()));
+    return Status::OK();
+  }
   int64_t len = 1;
   for (int64_t i = axis; i < rank; ++i) len *= x.dim(static_cast<size_t>(i));
   const int64_t rows = x.numel() / len;
@@ -33,11 +56,17 @@ Status softmax(KernelContext& ctx) {
   return Status::OK();
 }
 
+Verdict gelu_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0}); !v.accepted()) return v;
+  const std::string approx = q.attr_string("approximate", "none");
+  if (approx != "none" && approx != "tanh") return refuse("approximate='" + approx + "'");
+  return accept();
+}
+
 Status gelu(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.input_value(0).is_tensor()) return run_ref(ctx);
   const Tensor& x = ctx.input(0);
   const std::string approx = ctx.attr_string("approximate", "none");
-  if (x.dtype() != DType::F32 || (approx != "none" && approx != "tanh")) return run_ref(ctx);
+  if (x.dtype() != DType::F32 || (approx != "none" && approx != "tanh")) return outside_supports(ctx, "this dtype or approximate");
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, x.dims()));
   const int64_t n = x.numel();
   constexpr int64_t kChunk = 16384;
@@ -55,6 +84,8 @@ Status gelu(KernelContext& ctx) {
 }  // namespace
 
 GBX_REGISTER_KERNEL({"", "Softmax", 1, 17, kEngineSimd, {DType::F32}, softmax});
-GBX_REGISTER_KERNEL({kGearboxDomain, "Gelu", 1, 1, kEngineSimd, {}, gelu});
+GBX_KERNEL_SUPPORT(softmax, {.supports = softmax_supports});
+GBX_REGISTER_KERNEL({kGearboxDomain, "Gelu", 1, 1, kEngineSimd, {DType::F32}, gelu});
+GBX_KERNEL_SUPPORT(gelu, {.supports = gelu_supports});
 
 }  // namespace gearbox::simd

@@ -9,14 +9,17 @@
 // Handled: float32 q/k/v/scale/mask, a scalar scale, a mask that broadcasts (numpy rules)
 // to the [B, H, S, Sk] scores without enlarging them, Softmax over the last axis (opset 13+
 // with axis -1/3, or an older opset with axis 3). Anything else (other dtypes, a softmax
-// over another axis, shapes the reshapes or matmuls reject or broadcast) runs the reference
-// kernel, which also produces the errors.
+// over another axis, shapes the reshapes or matmuls reject or broadcast) is refused by
+// attention_supports(), so the node runs on the next engine (the reference, which also
+// produces the errors). The shape inputs (4-7) are read as values: initializers, as the
+// fusion writes them, are known at partitioning.
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "kernels/cpu/simd/attention_core.h"
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::simd {
 namespace {
@@ -75,9 +78,9 @@ struct View4 {
   int64_t dim[4];
   int64_t stride[4];
 };
-std::optional<View4> head_view(const Tensor& x, const Tensor& shape, const std::vector<int64_t>& perm) {
+std::optional<View4> head_view(const Dims& x, const Tensor& shape, const std::vector<int64_t>& perm) {
   if (!is_perm4(perm)) return std::nullopt;
-  std::optional<Dims> r = reshape_dims(x.dims(), shape);
+  std::optional<Dims> r = reshape_dims(x, shape);
   if (!r || r->size() != 4) return std::nullopt;
   const std::vector<int64_t> st = strides_of(*r);
   View4 v;
@@ -88,58 +91,106 @@ std::optional<View4> head_view(const Tensor& x, const Tensor& shape, const std::
   return v;
 }
 
-Status attention(KernelContext& ctx) {
-  for (size_t i = 0; i < 8; ++i)
-    if (!ctx.has_input(i) || !ctx.input_value(i).is_tensor()) return run_ref(ctx);
-  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2), &scale = ctx.input(3);
-  for (const Tensor* t : {&q, &k, &v, &scale})
-    if (t->dtype() != DType::F32) return run_ref(ctx);
-  const Tensor* mask = nullptr;
-  if (ctx.has_input(8)) {
-    if (!ctx.input_value(8).is_tensor() || ctx.input(8).dtype() != DType::F32) return run_ref(ctx);
-    mask = &ctx.input(8);
-  }
-  if (scale.numel() != 1 || scale.rank() > 4) return run_ref(ctx);
+// How the kernel reads and writes one call: the views of q, k and v, the sizes, the mask's and
+// the output's strides over [B, H, S, *], and the output dims.
+struct AttentionPlan {
+  View4 qv, kv, vv;
+  int64_t nb = 0, nh = 0, s = 0, dh = 0, sk = 0, dv = 0;
+  int64_t ms[4] = {0, 0, 0, 0};
+  int64_t os[4] = {0, 0, 0, 0};
+  Dims ydims;
+};
+
+// The plan for dims q, k, v, scale, mask (null: none) and shape inputs 4-7; "" when this
+// kernel handles it, else why not. `attrs` is the KernelContext or the KernelQuery.
+template <class Attrs>
+std::string plan_attention(const Attrs& attrs, const Dims& q, const Dims& k, const Dims& v, const Dims& scale,
+                           const Dims* mask, const Tensor* const shapes[4], AttentionPlan* p) {
+  if (dims_numel(scale) != 1 || scale.size() > 4) return "scale is not a scalar";
   const std::vector<int64_t> p0213{0, 2, 1, 3};
-  const auto qv = head_view(q, ctx.input(4), ctx.attr_ints("q_perm", p0213));
-  const auto kv = head_view(k, ctx.input(5), ctx.attr_ints("k_perm", {0, 2, 3, 1}));
-  const auto vv = head_view(v, ctx.input(6), ctx.attr_ints("v_perm", p0213));
-  if (!qv || !kv || !vv) return run_ref(ctx);
+  const auto qv = head_view(q, *shapes[0], attrs.attr_ints("q_perm", p0213));
+  const auto kv = head_view(k, *shapes[1], attrs.attr_ints("k_perm", {0, 2, 3, 1}));
+  const auto vv = head_view(v, *shapes[2], attrs.attr_ints("v_perm", p0213));
+  if (!qv || !kv || !vv) return "a q/k/v reshape or permutation is not a 4-D head view";
   // Q [B, H, S, Dh] x K [B, H, Dh, Sk] -> [B, H, S, Sk]; x V [B, H, Sk, Dv] -> [B, H, S, Dv].
   const int64_t nb = qv->dim[0], nh = qv->dim[1], s = qv->dim[2], dh = qv->dim[3], sk = kv->dim[3],
                 dv = vv->dim[3];
   if (kv->dim[0] != nb || vv->dim[0] != nb || kv->dim[1] != nh || vv->dim[1] != nh || kv->dim[2] != dh ||
       vv->dim[2] != sk)
-    return run_ref(ctx);
-  if (nb * nh * s * sk * dh * dv == 0) return run_ref(ctx);
+    return "the q/k/v head views do not multiply";
+  if (nb * nh * s * sk * dh * dv == 0) return "a tensor is empty";
   // The reference passes softmax_axis (default -1) to Softmax at softmax_opset; before opset 13
   // an axis of 3 coerces to [B*H*S, Sk], the same rows.
-  const int64_t axis = ctx.attr_int("softmax_axis", -1);
-  if (axis != 3 && axis != -1) return run_ref(ctx);
+  const int64_t axis = attrs.attr_int("softmax_axis", -1);
+  if (axis != 3 && axis != -1) return "softmax_axis " + std::to_string(axis) + " is not the last";
   // Mask strides over [B, H, S, Sk] (0 where it broadcasts); it must not enlarge the scores.
   const int64_t sdims[4] = {nb, nh, s, sk};
-  int64_t ms[4] = {0, 0, 0, 0};
   if (mask) {
-    if (mask->rank() > 4) return run_ref(ctx);
-    const std::vector<int64_t> st = strides_of(mask->dims());
-    const size_t off = 4 - mask->rank();
-    for (size_t i = 0; i < mask->rank(); ++i) {
-      const int64_t md = mask->dim(i);
-      if (md != 1 && md != sdims[off + i]) return run_ref(ctx);
-      ms[off + i] = md == 1 ? 0 : st[i];
+    if (mask->size() > 4) return "the mask's rank is above 4";
+    const std::vector<int64_t> st = strides_of(*mask);
+    const size_t off = 4 - mask->size();
+    for (size_t i = 0; i < mask->size(); ++i) {
+      const int64_t md = (*mask)[i];
+      if (md != 1 && md != sdims[off + i]) return "the mask " + to_string(*mask) + " does not broadcast to the scores";
+      p->ms[off + i] = md == 1 ? 0 : st[i];
     }
   }
   // Context [B, H, S, Dv] -> Transpose(out_perm) (contiguous) -> Reshape(out_shape).
-  const std::vector<int64_t> out_perm = ctx.attr_ints("out_perm", p0213);
-  if (!is_perm4(out_perm)) return run_ref(ctx);
+  const std::vector<int64_t> out_perm = attrs.attr_ints("out_perm", p0213);
+  if (!is_perm4(out_perm)) return "out_perm is not a 4-D permutation";
   const int64_t odims[4] = {nb, nh, s, dv};
   Dims tdims(4);
   for (size_t j = 0; j < 4; ++j) tdims[j] = odims[out_perm[j]];
   const std::vector<int64_t> tst = strides_of(tdims);
-  int64_t os[4];
-  for (size_t j = 0; j < 4; ++j) os[out_perm[j]] = tst[j];
-  const std::optional<Dims> ydims = reshape_dims(tdims, ctx.input(7));
-  if (!ydims) return run_ref(ctx);
+  for (size_t j = 0; j < 4; ++j) p->os[out_perm[j]] = tst[j];
+  const std::optional<Dims> ydims = reshape_dims(tdims, *shapes[3]);
+  if (!ydims) return "the output reshape does not fit";
+  p->qv = *qv;
+  p->kv = *kv;
+  p->vv = *vv;
+  p->nb = nb;
+  p->nh = nh;
+  p->s = s;
+  p->dh = dh;
+  p->sk = sk;
+  p->dv = dv;
+  p->ydims = *ydims;
+  return "";
+}
+
+Verdict attention_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1, 2, 3, 4, 5, 6, 7}); !v.accepted()) return v;
+  for (size_t i = 0; i < 4; ++i)
+    if (q.dtype(i) != DType::F32) return refuse("input " + std::to_string(i) + " is not float32");
+  if (q.has_input(8)) {
+    if (Verdict v = need_tensors(q, {8}); !v.accepted()) return v;
+    if (q.dtype(8) != DType::F32) return refuse("the mask is not float32");
+  }
+  const Tensor* shapes[4] = {q.value(4), q.value(5), q.value(6), q.value(7)};
+  for (const Dims* d : {q.dims(0), q.dims(1), q.dims(2), q.dims(3)})
+    if (!d) return later();
+  if (q.has_input(8) && !q.dims(8)) return later();
+  for (const Tensor* t : shapes)
+    if (!t) return later();
+  AttentionPlan p;
+  const std::string why = plan_attention(q, *q.dims(0), *q.dims(1), *q.dims(2), *q.dims(3),
+                                         q.has_input(8) ? q.dims(8) : nullptr, shapes, &p);
+  return why.empty() ? accept() : refuse(why);
+}
+
+Status attention(KernelContext& ctx) {
+  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2), &scale = ctx.input(3);
+  const Tensor* mask = ctx.has_input(8) ? &ctx.input(8) : nullptr;
+  const Tensor* shapes[4] = {&ctx.input(4), &ctx.input(5), &ctx.input(6), &ctx.input(7)};
+  AttentionPlan p;
+  const std::string why =
+      plan_attention(ctx, q.dims(), k.dims(), v.dims(), scale.dims(), mask ? &mask->dims() : nullptr, shapes, &p);
+  if (!why.empty()) return outside_supports(ctx, why);
+  const auto qv = &p.qv, kv = &p.kv, vv = &p.vv;
+  const int64_t nb = p.nb, nh = p.nh, s = p.s, dh = p.dh, sk = p.sk, dv = p.dv;
+  const int64_t* ms = p.ms;
+  const int64_t* os = p.os;
+  const Dims* ydims = &p.ydims;
 
   float sc = scale.data<float>()[0];
   if (ctx.attr_int("scale_is_div", 1)) sc = 1.0f / sc;
@@ -187,6 +238,7 @@ Status attention(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({kGearboxDomain, "Attention", 1, 1, kEngineSimd, {}, attention});
+GBX_REGISTER_KERNEL({kGearboxDomain, "Attention", 1, 1, kEngineSimd, {DType::F32}, attention});
+GBX_KERNEL_SUPPORT(attention, {.supports = attention_supports});
 
 }  // namespace gearbox::simd

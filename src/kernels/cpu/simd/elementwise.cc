@@ -5,11 +5,13 @@
 // data, dims that differ only by leading 1s), a one-element side, and a side that is a
 // trailing row of the output (bias-like: [N] or [1, N] against [M, N], the BERT mask and
 // embedding adds); spans run in OpenMP chunks. Other broadcasts, other dtypes and invalid
-// shapes run the reference kernel (which reports the errors).
+// shapes are refused by the kernels' supports() predicates, so the partitioner (or, for
+// shapes known only at run time, the executor) gives those nodes to the next engine.
 #include <algorithm>
 
 #include "kernels/cpu/simd/elementwise.h"
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::simd {
 namespace {
@@ -44,34 +46,61 @@ int64_t trailing_row(const Dims& small, const Dims& out) {
   return len;
 }
 
-template <BinaryOp kOp>
-Status binary(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.has_input(1) || !ctx.input_value(0).is_tensor() || !ctx.input_value(1).is_tensor())
-    return run_ref(ctx);
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+// How a binary op's sides are read: the broadcasts binary() implements (above). False for any
+// other broadcast, or shapes that do not broadcast.
+struct BinaryPlan {
   Dims out_dims;
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || !broadcast_dims(a.dims(), b.dims(), &out_dims))
-    return run_ref(ctx);
-  int64_t n = 1;
-  for (int64_t d : out_dims) n *= d;
-  if (n == 0) return run_ref(ctx);
-  const float* ap = a.data<float>();
-  const float* bp = b.data<float>();
+  int64_t n = 0;
   int64_t row = 0;  // > 0: the smaller side repeats every `row` elements
   bool a_is_row = false;
   int64_t a_step = 1, b_step = 1;
-  if (a.numel() == n && b.numel() == n) {
-  } else if (a.numel() == n && b.numel() == 1) {
-    b_step = 0;
-  } else if (b.numel() == n && a.numel() == 1) {
-    a_step = 0;
-  } else if (a.numel() == n && (row = trailing_row(b.dims(), out_dims)) > 0) {
-  } else if (b.numel() == n && (row = trailing_row(a.dims(), out_dims)) > 0) {
-    a_is_row = true;
-  } else {
-    return run_ref(ctx);
+};
+
+bool plan_binary(const Dims& a, const Dims& b, BinaryPlan* p) {
+  if (!broadcast_dims(a, b, &p->out_dims)) return false;
+  p->n = dims_numel(p->out_dims);
+  const int64_t na = dims_numel(a), nb = dims_numel(b), n = p->n;
+  if (na == n && nb == n) return true;
+  if (na == n && nb == 1) {
+    p->b_step = 0;
+    return true;
   }
+  if (nb == n && na == 1) {
+    p->a_step = 0;
+    return true;
+  }
+  if (na == n && (p->row = trailing_row(b, p->out_dims)) > 0) return true;
+  if (nb == n && (p->row = trailing_row(a, p->out_dims)) > 0) {
+    p->a_is_row = true;
+    return true;
+  }
+  return false;
+}
+
+Verdict binary_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  const Dims* a = q.dims(0);
+  const Dims* b = q.dims(1);
+  if (!a || !b) return later();
+  BinaryPlan p;
+  if (!plan_binary(*a, *b, &p))
+    return refuse("broadcast of " + to_string(*a) + " and " + to_string(*b) +
+                  " is not equal counts, a scalar side or a trailing row");
+  if (p.n == 0) return refuse("the output is empty");
+  return accept();
+}
+
+template <BinaryOp kOp>
+Status binary(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  BinaryPlan p;
+  if (!plan_binary(a.dims(), b.dims(), &p)) return outside_supports(ctx, "this broadcast");
+  const Dims& out_dims = p.out_dims;
+  const int64_t n = p.n, row = p.row, a_step = p.a_step, b_step = p.b_step;
+  const bool a_is_row = p.a_is_row;
+  const float* ap = a.data<float>();
+  const float* bp = b.data<float>();
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, out_dims));
   float* yp = y.data<float>();
   if (row > 0) {
@@ -95,9 +124,7 @@ Status binary(KernelContext& ctx) {
 
 template <UnaryOp kOp>
 Status unary(KernelContext& ctx) {
-  if (!ctx.has_input(0) || !ctx.input_value(0).is_tensor()) return run_ref(ctx);
   const Tensor& x = ctx.input(0);
-  if (x.dtype() != DType::F32 || x.numel() == 0) return run_ref(ctx);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, x.dims()));
   const int64_t n = x.numel();
   const float* xp = x.data<float>();
@@ -110,18 +137,31 @@ Status unary(KernelContext& ctx) {
   return Status::OK();
 }
 
+Verdict unary_supports(const KernelQuery& q) { return need_tensors(q, {0}); }
+
 }  // namespace
 
 GBX_REGISTER_KERNEL({"", "Add", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Add>});
+GBX_KERNEL_SUPPORT(binary<BinaryOp::Add>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
 GBX_REGISTER_KERNEL({"", "Sub", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Sub>});
+GBX_KERNEL_SUPPORT(binary<BinaryOp::Sub>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
 GBX_REGISTER_KERNEL({"", "Mul", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Mul>});
+GBX_KERNEL_SUPPORT(binary<BinaryOp::Mul>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
 GBX_REGISTER_KERNEL({"", "Div", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Div>});
+GBX_KERNEL_SUPPORT(binary<BinaryOp::Div>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
 GBX_REGISTER_KERNEL({"", "Relu", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Relu>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Relu>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Neg", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Neg>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Neg>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Abs", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Abs>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Abs>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Sqrt", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Sqrt>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Sqrt>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Sigmoid", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Sigmoid>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Sigmoid>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Tanh", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Tanh>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Tanh>, {.supports = unary_supports});
 GBX_REGISTER_KERNEL({"", "Exp", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Exp>});
+GBX_KERNEL_SUPPORT(unary<UnaryOp::Exp>, {.supports = unary_supports});
 
 }  // namespace gearbox::simd

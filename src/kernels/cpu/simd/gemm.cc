@@ -10,7 +10,8 @@
 // Gemm/FusedGemm: float32 2-D A and B, transA/transB read through strides while packing,
 // alpha and beta * C (C broadcast unidirectionally to (M, N)) in the epilogue.
 // Any other configuration (other dtypes, 1-D operands, empty tensors, shapes the reference
-// rejects, an activation this file does not know) runs the cpu.ref kernel of the same op.
+// rejects, an activation this file does not know) is refused by matmul_supports() /
+// gemm_supports(), so the node runs on the next engine of the list.
 //
 // B is packed into NR-wide panels: once for a constant B (KernelContext::input_is_constant,
 // an initializer), cached keyed by (data pointer, dims, layout) with a shallow copy of the
@@ -32,6 +33,7 @@
 #include "kernels/cpu/simd/gemm.h"
 #include "kernels/matmul_shapes.h"
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::simd::gemm {
 namespace {
@@ -229,15 +231,89 @@ bool parse_activation(const KernelContext& ctx, Problem& p) {
   return true;
 }
 
-bool both_tensors(const KernelContext& ctx) {
-  return ctx.has_input(0) && ctx.has_input(1) && ctx.input_value(0).is_tensor() && ctx.input_value(1).is_tensor();
+// Whether parse_activation knows the node's activation attribute (a context over the node's
+// attributes only: the parser reads nothing else).
+bool knows_activation(const KernelQuery& q) {
+  std::vector<RuntimeValue> none;
+  KernelContext attrs(q.op(), {}, &none, {});
+  Problem p;
+  return parse_activation(attrs, p);
+}
+
+// MatMul/FusedMatMul on concrete dims (bias: FusedMatMul's, null when none); "" when handled.
+std::string matmul_refusal(const Dims& a, const Dims& b, const Dims* bias) {
+  if (dims_numel(a) == 0 || dims_numel(b) == 0) return "an operand is empty";
+  const auto shapes = matmul_shapes(a, b);
+  if (!shapes) return "shapes " + to_string(a) + " x " + to_string(b) + " are not a rank>=2 MatMul";
+  if (bias) {
+    const size_t r = shapes->out.size();
+    const int64_t n = shapes->b[r - 1];
+    if (bias->size() > r || dims_numel(*bias) == 0) return "the bias " + to_string(*bias) + " does not fit";
+    for (size_t i = 0; i + 1 < bias->size(); ++i)
+      if ((*bias)[i] != 1) return "the bias " + to_string(*bias) + " is not a row";
+    const int64_t bn = bias->empty() ? 1 : bias->back();
+    if (bn != n && bn != 1) return "the bias " + to_string(*bias) + " is not a row of the output";
+  }
+  return "";
+}
+
+template <bool kFused>
+Verdict matmul_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (kFused && q.has_input(2)) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("the bias is not float32");
+  }
+  if (kFused && !knows_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
+  const Dims* a = q.dims(0);
+  const Dims* b = q.dims(1);
+  const Dims* bias = kFused && q.has_input(2) ? q.dims(2) : nullptr;
+  if (!a || !b || (kFused && q.has_input(2) && !bias)) return later();
+  const std::string why = matmul_refusal(*a, *b, bias);
+  return why.empty() ? accept() : refuse(why);
+}
+
+// Gemm/FusedGemm on concrete dims (c: C when beta != 0, else null); "" when handled.
+std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, bool tb) {
+  if (a.size() != 2 || b.size() != 2) return "A or B is not 2-D";
+  if (dims_numel(a) == 0 || dims_numel(b) == 0) return "A or B is empty";
+  const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+  const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (k != kb) return "inner dims " + std::to_string(k) + " and " + std::to_string(kb) + " differ";
+  if (c) {
+    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
+    if (c->size() > 2 || dims_numel(*c) == 0) return "C " + to_string(*c) + " does not fit";
+    const int64_t cm = c->size() == 2 ? (*c)[0] : 1, cn = c->empty() ? 1 : c->back();
+    if ((cm != m && cm != 1) || (cn != n && cn != 1)) return "C " + to_string(*c) + " does not broadcast to the output";
+  }
+  return "";
+}
+
+template <bool kFused>
+Verdict gemm_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (q.dtype(1) != DType::F32) return refuse("B is not float32");
+  const bool with_c = q.has_input(2) && q.attr_float("beta", 1.f) != 0.f;
+  if (with_c) {
+    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
+    if (q.dtype(2) != DType::F32) return refuse("C is not float32");
+  }
+  if (kFused && !knows_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
+  const Dims* a = q.dims(0);
+  const Dims* b = q.dims(1);
+  const Dims* c = with_c ? q.dims(2) : nullptr;
+  if (!a || !b || (with_c && !c)) return later();
+  const std::string why = gemm_refusal(*a, *b, c, q.attr_int("transA", 0) != 0, q.attr_int("transB", 0) != 0);
+  return why.empty() ? accept() : refuse(why);
 }
 
 Status matmul_impl(KernelContext& ctx, bool fused) {
-  const auto shapes = f32_matmul_shapes(ctx);
-  if (!shapes) return run_ref(ctx);  // the reference handles it or reports the mismatch
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
+  const Tensor* bias_in = fused && ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (std::string why = matmul_refusal(a.dims(), b.dims(), bias_in ? &bias_in->dims() : nullptr); !why.empty())
+    return outside_supports(ctx, why);
+  const auto shapes = matmul_shapes(a.dims(), b.dims());
   const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
   const size_t r = cd.size();
   const int64_t na = shapes->batch_a, nb = shapes->batch_b, nc = shapes->batch_out;
@@ -247,19 +323,14 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
   p.n = n;
   p.ldy = n;
   if (fused) {
-    if (ctx.has_input(2)) {
-      if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-      const Tensor& bias = ctx.input(2);
-      if (bias.dtype() != DType::F32 || bias.rank() > r || bias.numel() == 0) return run_ref(ctx);
-      for (size_t i = 0; i + 1 < bias.rank(); ++i)
-        if (bias.dim(i) != 1) return run_ref(ctx);
+    if (bias_in) {
+      const Tensor& bias = *bias_in;
       const int64_t bn = bias.rank() == 0 ? 1 : bias.dims().back();
-      if (bn != n && bn != 1) return run_ref(ctx);
       p.c = bias.data<float>();
       p.c_rs = 0;
       p.c_cs = bn == 1 ? 0 : 1;
     }
-    if (!parse_activation(ctx, p)) return run_ref(ctx);
+    if (!parse_activation(ctx, p)) return outside_supports(ctx, "this activation");
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
   const auto packed = pack(b, nb, k * n, n, 1, k, n, ctx.input_is_constant(1));
@@ -301,34 +372,27 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
 }
 
 Status gemm_impl(KernelContext& ctx, bool fused) {
-  if (!both_tensors(ctx)) return run_ref(ctx);
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || a.rank() != 2 || b.rank() != 2 || a.numel() == 0 ||
-      b.numel() == 0)
-    return run_ref(ctx);
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
   Problem p;
   p.alpha = ctx.attr_float("alpha", 1.f);
   p.beta = ctx.attr_float("beta", 1.f);
+  const Tensor* c_in = ctx.has_input(2) && p.beta != 0.f ? &ctx.input(2) : nullptr;
+  if (std::string why = gemm_refusal(a.dims(), b.dims(), c_in ? &c_in->dims() : nullptr, ta, tb); !why.empty())
+    return outside_supports(ctx, why);
   p.m = ta ? a.dim(1) : a.dim(0);
   p.k = ta ? a.dim(0) : a.dim(1);
-  const int64_t kb = tb ? b.dim(1) : b.dim(0);
   p.n = tb ? b.dim(0) : b.dim(1);
-  if (p.k != kb) return run_ref(ctx);
-  if (ctx.has_input(2) && p.beta != 0.f) {
-    if (!ctx.input_value(2).is_tensor()) return run_ref(ctx);
-    const Tensor& c = ctx.input(2);
-    // C broadcasts unidirectionally to (M, N): rank <= 2, each dim equal or 1.
+  if (c_in) {
+    const Tensor& c = *c_in;
     const Dims& d = c.dims();
-    if (c.dtype() != DType::F32 || d.size() > 2 || c.numel() == 0) return run_ref(ctx);
     const int64_t cm = d.size() == 2 ? d[0] : 1, cn = d.empty() ? 1 : d.back();
-    if ((cm != p.m && cm != 1) || (cn != p.n && cn != 1)) return run_ref(ctx);
     p.c = c.data<float>();
     p.c_rs = cm == 1 ? 0 : cn;
     p.c_cs = cn == 1 ? 0 : 1;
   }
-  if (fused && !parse_activation(ctx, p)) return run_ref(ctx);
+  if (fused && !parse_activation(ctx, p)) return outside_supports(ctx, "this activation");
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {p.m, p.n}));
   // A(i, kk): a[i][kk], or a[kk][i] transposed; B(kk, j): b[kk][j], or b[j][kk].
   p.a = a.data<float>();
@@ -357,8 +421,12 @@ int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineSimd, {DType::F32}, matmul});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<false>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineSimd, {DType::F32}, gemm_op});
+GBX_KERNEL_SUPPORT(gemm_op, {.supports = gemm_supports<false>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<true>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineSimd, {DType::F32}, fused_gemm});
+GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_supports<true>});
 
 }  // namespace gearbox::simd::gemm

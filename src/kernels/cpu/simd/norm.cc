@@ -4,49 +4,78 @@
 //
 // Handled: float32, Scale and B of the normalized shape itself (leading 1s allowed), Skip of
 // X's shape, only output Y wanted. Anything else (Scale/B that broadcast within the row, a
-// Skip that broadcasts, the Mean/InvStdDev outputs, other dtypes, empty tensors) runs the
-// reference kernel, which also produces the errors.
+// Skip that broadcasts, the Mean/InvStdDev outputs, other dtypes) is refused by
+// norm_supports(), so the node runs on the next engine (the reference, which also produces the
+// errors).
 #include <vector>
 
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/supports_util.h"
 
 namespace gearbox::simd {
 namespace {
 
-// True when t holds exactly one value per normalized element, in row-major order.
-bool matches_row(const Tensor& t, const Tensor& x, int64_t axis, int64_t cols) {
-  if (t.dtype() != DType::F32 || t.numel() != cols || t.rank() > x.rank() - static_cast<size_t>(axis)) return false;
-  const size_t off = x.rank() - t.rank();
-  for (size_t i = 0; i < t.rank(); ++i)
-    if (t.dim(i) != x.dim(off + i)) return false;
+// True when dims t hold exactly one value per normalized element of x (from `axis`), in
+// row-major order.
+bool matches_row(const Dims& t, const Dims& x, int64_t axis, int64_t cols) {
+  if (dims_numel(t) != cols || t.size() > x.size() - static_cast<size_t>(axis)) return false;
+  const size_t off = x.size() - t.size();
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i] != x[off + i]) return false;
   return true;
+}
+
+// The checks of norm_supports() on concrete dims; "" when handled, else why not.
+std::string norm_refusal(const Dims& x, int64_t axis, const Dims* skip, const Dims& scale, const Dims* bias) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (rank == 0) return "X is a scalar";
+  if (dims_numel(x) == 0) return "X is empty";
+  if (axis < -rank || axis >= rank) return "axis " + std::to_string(axis) + " is out of range";
+  if (axis < 0) axis += rank;
+  int64_t cols = 1;
+  for (int64_t i = axis; i < rank; ++i) cols *= x[static_cast<size_t>(i)];
+  if (skip && *skip != x) return "Skip " + to_string(*skip) + " broadcasts to X " + to_string(x);
+  if (!matches_row(scale, x, axis, cols)) return "Scale " + to_string(scale) + " is not the normalized shape";
+  if (bias && !matches_row(*bias, x, axis, cols)) return "B " + to_string(*bias) + " is not the normalized shape";
+  return "";
+}
+
+template <bool kSkip>
+Verdict norm_supports(const KernelQuery& q) {
+  const size_t scale_in = kSkip ? 2 : 1;
+  if (Verdict v = kSkip ? need_tensors(q, {0, 1, 2}) : need_tensors(q, {0, 1}); !v.accepted()) return v;
+  if (q.wants_output(1) || q.wants_output(2)) return refuse("the Mean/InvStdDev outputs are wanted");
+  if (q.has_input(scale_in + 1)) {
+    if (Verdict v = need_tensors(q, {scale_in + 1}); !v.accepted()) return v;
+    if (q.dtype(scale_in + 1) != DType::F32) return refuse("B is not float32");
+  }
+  for (size_t i = 0; i <= scale_in; ++i)
+    if (q.dtype(i) != DType::F32 && q.dtype(i) != DType::Undefined) return refuse("an input is not float32");
+  const Dims* x = q.dims(0);
+  const Dims* scale = q.dims(scale_in);
+  const Dims* skip = kSkip ? q.dims(1) : nullptr;
+  const Dims* bias = q.has_input(scale_in + 1) ? q.dims(scale_in + 1) : nullptr;
+  if (!x || !scale || (kSkip && !skip) || (q.has_input(scale_in + 1) && !bias)) return later();
+  const std::string why = norm_refusal(*x, q.attr_int("axis", -1), skip, *scale, bias);
+  return why.empty() ? accept() : refuse(why);
 }
 
 // Y = LayerNorm(X (+ Skip)) with Scale at input `scale_in` and B at scale_in + 1.
 Status norm_impl(KernelContext& ctx, bool with_skip) {
   const size_t scale_in = with_skip ? 2 : 1;
-  for (size_t i = 0; i <= scale_in; ++i)
-    if (!ctx.has_input(i) || !ctx.input_value(i).is_tensor()) return run_ref(ctx);
-  if (ctx.wants_output(1) || ctx.wants_output(2)) return run_ref(ctx);
   const Tensor& x = ctx.input(0);
-  if (x.dtype() != DType::F32 || x.rank() == 0 || x.numel() == 0) return run_ref(ctx);
+  const Tensor* skip = with_skip ? &ctx.input(1) : nullptr;
+  const Tensor& scale = ctx.input(scale_in);
+  const Tensor* bias = ctx.has_input(scale_in + 1) ? &ctx.input(scale_in + 1) : nullptr;
+  const std::string why = norm_refusal(x.dims(), ctx.attr_int("axis", -1), skip ? &skip->dims() : nullptr, scale.dims(),
+                                       bias ? &bias->dims() : nullptr);
+  if (!why.empty()) return outside_supports(ctx, why);
   const int64_t rank = static_cast<int64_t>(x.rank());
   int64_t axis = ctx.attr_int("axis", -1);
-  if (axis < -rank || axis >= rank) return run_ref(ctx);
   if (axis < 0) axis += rank;
   int64_t cols = 1;
   for (int64_t i = axis; i < rank; ++i) cols *= x.dim(static_cast<size_t>(i));
   const int64_t rows = x.numel() / cols;
-  const Tensor* skip = with_skip ? &ctx.input(1) : nullptr;
-  if (skip && (skip->dtype() != DType::F32 || skip->dims() != x.dims())) return run_ref(ctx);
-  const Tensor& scale = ctx.input(scale_in);
-  if (!matches_row(scale, x, axis, cols)) return run_ref(ctx);
-  const Tensor* bias = nullptr;
-  if (ctx.has_input(scale_in + 1)) {
-    if (!ctx.input_value(scale_in + 1).is_tensor()) return run_ref(ctx);
-    bias = &ctx.input(scale_in + 1);
-    if (!matches_row(*bias, x, axis, cols)) return run_ref(ctx);
-  }
   const float eps = ctx.attr_float("epsilon", 1e-5f);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, x.dims()));
   const float* xd = x.data<float>();
@@ -67,7 +96,9 @@ Status skip_layer_norm(KernelContext& ctx) { return norm_impl(ctx, true); }
 }  // namespace
 
 GBX_REGISTER_KERNEL({"", "LayerNormalization", 17, 17, kEngineSimd, {DType::F32}, layer_norm});
-GBX_REGISTER_KERNEL({kGearboxDomain, "LayerNormalization", 1, 1, kEngineSimd, {}, layer_norm});
-GBX_REGISTER_KERNEL({kGearboxDomain, "SkipLayerNormalization", 1, 1, kEngineSimd, {}, skip_layer_norm});
+GBX_REGISTER_KERNEL({kGearboxDomain, "LayerNormalization", 1, 1, kEngineSimd, {DType::F32}, layer_norm});
+GBX_KERNEL_SUPPORT(layer_norm, {.supports = norm_supports<false>});
+GBX_REGISTER_KERNEL({kGearboxDomain, "SkipLayerNormalization", 1, 1, kEngineSimd, {DType::F32}, skip_layer_norm});
+GBX_KERNEL_SUPPORT(skip_layer_norm, {.supports = norm_supports<true>});
 
 }  // namespace gearbox::simd

@@ -1,8 +1,8 @@
 // Shared plumbing of the cpu.simd engine (hand-written vector kernels on Highway, with
 // runtime dispatch: one binary runs the AVX-512, AVX2 or baseline version the CPU allows):
-// the engine name, the fall-back to the reference kernel for configurations the simd
-// kernels do not handle (a kernel that returns an error is not retried on another engine),
-// and the dispatched inner loops the kernels thread over with OpenMP.
+// the engine name and the dispatched inner loops the kernels thread over with OpenMP. What each
+// kernel handles is declared with it (kernels/kernel_support.h); the cases it refuses run on
+// the next engine of the session's list.
 //
 // The inner loops (rows.cc, attention_core.cc) are compiled once per instruction set by
 // Highway's foreach_target; OpenMP regions stay in the kernels (compiled for the baseline),
@@ -20,11 +20,6 @@ inline constexpr std::string_view kEngineSimd = "cpu.simd";
 
 namespace simd {
 
-// Runs the cpu.ref kernel of the node's own op on the same context.
-Status run_ref(KernelContext& ctx);
-// Times a cpu.simd kernel handed its node to the reference kernel, for tests that must know
-// which path ran.
-int64_t ref_fallback_count();
 // Runs f(i) for i in [0, count): over the OpenMP team when `threaded`, else inline on the
 // calling thread. Kernels use it instead of `omp parallel for if (...)`: a region whose if
 // clause is false still creates a team of one (~1.5 us per call, 8x what a small element-wise
