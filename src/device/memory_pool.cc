@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/logging.h"
+#include "base/scratch.h"
 
 // Under AddressSanitizer, a block given back is poisoned until it is handed out again, so a
 // use after free of pool memory is reported like one of heap memory. Only blocks that were
@@ -99,10 +100,35 @@ size_t MemoryPool::largest_free_locked() const {
   return 0;
 }
 
+size_t MemoryPool::live_allocations_locked() const {
+  size_t n = live_.size();
+  for (const auto& [start, others] : ranges_) n -= others.size();  // a range is one allocation
+  return n;
+}
+
+size_t MemoryPool::used_span_locked() const {
+  size_t end = 0;
+  for (const auto& [offset, live] : live_) end = std::max(end, offset + (min_block_ << live.order));
+  return end;
+}
+
+double MemoryPool::fragmentation_locked() const {
+  const size_t span = used_span_locked();
+  // Free blocks never straddle the span's end (the block just below it is live), so the free
+  // bytes inside it are the span less the live blocks, and a free block lies inside it when
+  // it starts there.
+  const size_t free_in_span = span - stats_.used;
+  if (free_in_span == 0) return 0.0;
+  size_t largest = 0;
+  for (int k = PoolStats::kMaxOrders - 1; k >= 0 && largest == 0; --k)
+    if (!free_[k].empty() && *free_[k].begin() < span) largest = min_block_ << k;
+  return 1.0 - static_cast<double>(largest) / static_cast<double>(free_in_span);
+}
+
 Status MemoryPool::failure_locked(size_t bytes, size_t align, int order) const {
   size_t free_bytes = capacity_ - stats_.used;
   size_t largest = largest_free_locked();
-  double frag = free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(largest) / static_cast<double>(free_bytes);
+  double frag = fragmentation_locked();
   std::ostringstream os;
   os << "cannot allocate " << bytes << " bytes (" << format_bytes(bytes) << ", block "
      << (order < 0 ? std::string("larger than any block") : format_bytes(min_block_ << order))
@@ -110,7 +136,7 @@ Status MemoryPool::failure_locked(size_t bytes, size_t align, int order) const {
      << free_bytes << " bytes (" << format_bytes(free_bytes) << "), largest free block " << largest << " bytes ("
      << format_bytes(largest) << "), fragmentation " << std::fixed;
   os.precision(1);
-  os << frag * 100 << "%, " << live_.size() << " live allocations using " << format_bytes(stats_.used);
+  os << frag * 100 << "%, " << live_allocations_locked() << " live allocations using " << format_bytes(stats_.used);
   // "Enough in total" is judged against what the caller asked for: the caller cannot see the
   // buddy rounding, and reporting it as fragmentation points at the right fix.
   ErrorCode code = bytes <= free_bytes && order >= 0 ? ErrorCode::POOL_FRAGMENTED : ErrorCode::POOL_EXHAUSTED;
@@ -181,15 +207,26 @@ Status MemoryPool::release(void* p) {
                       static_cast<void*>(base_), ", +", capacity_, ")");
   size_t offset = static_cast<size_t>(bp - base_);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = live_.find(offset);
-  if (it == live_.end())
+  if (live_.find(offset) == live_.end())
     return make_error(ErrorCode::POOL_INVALID_FREE, "pointer ", p, " (offset ", offset,
                       ") is not the start of a live allocation");
+  ++stats_.free_count;
+  if (auto r = ranges_.find(offset); r != ranges_.end()) {
+    for (size_t other : r->second) GBX_RETURN_IF_ERROR(release_block_locked(other));
+    ranges_.erase(r);
+  }
+  return release_block_locked(offset);
+}
+
+Status MemoryPool::release_block_locked(size_t offset) {
+  auto it = live_.find(offset);
+  if (it == live_.end())
+    return make_error(ErrorCode::INTERNAL, "pool block at offset ", offset, " is not live");
   int order = it->second.order;
   stats_.used -= min_block_ << order;
   stats_.requested -= it->second.requested;
-  ++stats_.free_count;
   live_.erase(it);
+  uint8_t* bp = base_ + offset;
   GBX_POISON(bp, min_block_ << order);
   poisoned_end_ = std::max(poisoned_end_, offset + (min_block_ << order));
   // Merge with the buddy while it is free and the merged block stays inside the root.
@@ -204,6 +241,72 @@ Status MemoryPool::release(void* p) {
   }
   free_[order].insert(offset);
   return Status::OK();
+}
+
+Result<void*> MemoryPool::allocate_range(size_t bytes) {
+  const size_t need = (std::max<size_t>(bytes, 1) + min_block_ - 1) / min_block_ * min_block_;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Free blocks in address order; the first run of adjacent ones that is long enough holds the
+  // range. A run may cross from one root into the next: each block of the range stays a block
+  // of its own root, and merges only inside it when the range is freed.
+  std::map<size_t, int> by_address;
+  for (int k = 0; k < PoolStats::kMaxOrders; ++k)
+    for (size_t off : free_[k]) by_address.emplace(off, k);
+  size_t start = 0, length = 0;
+  bool found = false;
+  for (const auto& [off, k] : by_address) {
+    if (length > 0 && off == start + length) {
+      length += min_block_ << k;
+    } else {
+      start = off;
+      length = min_block_ << k;
+    }
+    if (length >= need) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    ++stats_.failed_count;
+    Status st = failure_locked(bytes, min_block_, order_for(need, min_block_));
+    GBX_LOG_DEBUG("MEM_ALLOC", "{}", st.to_string());
+    return st;
+  }
+  // Take the run's blocks up to start + need; the last one is split down to the range's end.
+  const size_t end = start + need;
+  std::vector<std::pair<size_t, int>> taken;
+  for (auto it = by_address.find(start); it != by_address.end() && it->first < end; ++it) {
+    size_t off = it->first;
+    int k = it->second;
+    free_[k].erase(off);
+    while (off + (min_block_ << k) > end) {  // straddles the end: split it
+      if (off >= end) {  // wholly past the end (the upper half of the last split): free again
+        free_[k].insert(off);
+        off = end;
+        break;
+      }
+      --k;
+      if (off + (min_block_ << k) <= end) {  // the lower half is inside: take it, go on with the upper
+        taken.emplace_back(off, k);
+        off += min_block_ << k;
+      } else {  // the upper half is outside: free, go on with the lower
+        free_[k].insert(off + (min_block_ << k));
+      }
+    }
+    if (off < end) taken.emplace_back(off, k);
+  }
+  std::vector<size_t> others;
+  for (const auto& [off, k] : taken) {
+    live_.emplace(off, Live{k, off == start ? bytes : 0});
+    if (off != start) others.push_back(off);
+    GBX_UNPOISON(base_ + off, min_block_ << k);
+  }
+  if (!others.empty()) ranges_.emplace(start, std::move(others));
+  stats_.used += need;
+  stats_.requested += bytes;
+  stats_.peak_used = std::max(stats_.peak_used, stats_.used);
+  ++stats_.alloc_count;
+  return static_cast<void*>(base_ + start);
 }
 
 void MemoryPool::deallocate(void* p) {
@@ -221,8 +324,11 @@ PoolStats MemoryPool::stats() const {
   PoolStats s = stats_;
   s.free = capacity_ - s.used;
   s.largest_free = largest_free_locked();
-  s.fragmentation = s.free == 0 ? 0.0 : 1.0 - static_cast<double>(s.largest_free) / static_cast<double>(s.free);
-  s.live_allocations = live_.size();
+  s.used_span = used_span_locked();
+  s.thread_scratch = thread_scratch_bytes();
+  s.thread_scratch_peak = thread_scratch_peak_bytes();
+  s.fragmentation = fragmentation_locked();
+  s.live_allocations = live_allocations_locked();
   for (int k = 0; k < PoolStats::kMaxOrders; ++k) s.free_blocks[k] = free_[k].size();
   return s;
 }

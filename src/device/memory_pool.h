@@ -1,6 +1,6 @@
 // MemoryPool: a thread-safe buddy allocator over one reserved region of device memory, with
 // the statistics that explain an out-of-memory: used, free, largest free block,
-// fragmentation (1 - largest free / total free), an allocation-size histogram and the peak.
+// fragmentation (see PoolStats::fragmentation), an allocation-size histogram and the peak.
 //
 // On the CPU the region is one anonymous mapping reserved up front (MAP_NORESERVE), so the
 // capacity costs address space only; pages are committed by the kernel on first touch.
@@ -40,8 +40,20 @@ struct PoolStats {
   size_t requested = 0;       // bytes the live allocations asked for
   size_t free = 0;            // capacity - used
   size_t largest_free = 0;    // the largest block an allocation can get now
-  double fragmentation = 0;   // 1 - largest_free / free; 0 when nothing is free
+  // The end of the highest live block: the part of the region allocations have spread over
+  // (blocks are taken lowest address first, so everything above it is free and unsplit).
+  size_t used_span = 0;
+  // 1 - (largest free block inside the used span) / (free bytes inside the used span); 0 when
+  // nothing is live or the span has no free byte. It says how much of the free memory among
+  // the live blocks is in pieces smaller than the largest hole: an almost empty pool reads ~0
+  // (the untouched memory above the span does not count as free fragments), a pool whose live
+  // blocks leave many small holes reads near 1.
+  double fragmentation = 0;
   size_t peak_used = 0;
+  // Kernels' per-thread grow-only scratch buffers (base/scratch.h): process-wide, held outside
+  // the pool (OpenMP workers fill them), so what a model needs is the pool's used + this.
+  size_t thread_scratch = 0;
+  size_t thread_scratch_peak = 0;
   uint64_t alloc_count = 0;   // successful allocations since creation
   uint64_t free_count = 0;
   uint64_t failed_count = 0;
@@ -69,6 +81,13 @@ class MemoryPool {
   // (failed_count) or logged. For callers that can make room and retry (the runtime's
   // BufferPool gives back its idle blocks first), then call allocate() for the diagnostic.
   void* try_allocate(size_t bytes, size_t align = 64);
+  // One contiguous range of `bytes` (rounded up to min_block), not rounded to a power of two:
+  // the lowest-addressed run of free memory that holds it, taken as the aligned buddy blocks
+  // that tile it (blocks of different sizes, possibly of consecutive roots). For an
+  // arena (runtime/arena.h), which places many tensors inside one range. Freed as one with
+  // deallocate()/release() of the returned pointer. POOL_EXHAUSTED / POOL_FRAGMENTED as
+  // allocate(); aligned to min_block.
+  Result<void*> allocate_range(size_t bytes);
   // A block owned by shared_ptrs: the last owner returns it to the pool (for Tensor buffers,
   // which share their storage). The pool must outlive every such pointer; default_pool()
   // lives for the whole process.
@@ -92,6 +111,9 @@ class MemoryPool {
   int order_for(size_t bytes, size_t align) const;   // -1 when larger than any block
   int root_order_at(size_t offset) const;            // the order of the root holding offset
   size_t largest_free_locked() const;
+  size_t used_span_locked() const;
+  size_t live_allocations_locked() const;
+  double fragmentation_locked() const;  // PoolStats::fragmentation
   int free_order_locked(int order) const;             // smallest order >= order with a free block; -1
   void* take_locked(int k, int order, size_t bytes);  // splits a free block of order k down to order
   Status failure_locked(size_t bytes, size_t align, int order) const;
@@ -111,6 +133,9 @@ class MemoryPool {
     size_t requested;
   };
   std::unordered_map<size_t, Live> live_;  // offset -> allocation
+  // allocate_range: range start -> the other blocks of the range (the first is in live_ too).
+  std::unordered_map<size_t, std::vector<size_t>> ranges_;
+  Status release_block_locked(size_t offset);
   PoolStats stats_;
 };
 

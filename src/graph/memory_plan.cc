@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +15,28 @@
 namespace gearbox {
 
 namespace {
+
+// as_executed: the input whose buffer a kernel writes output 0 over when the node reads it for
+// the last time (KernelContext::may_overwrite_input): cpu.dnnl's convolutions in the layouts
+// oneDNN writes as they are stored add the residual Z where it lies (kernels/cpu/dnnl/conv.cc).
+int kernel_in_place_input(const Node& n) {
+  if (n.domain == kGearboxDomain && (n.op_type == "NhwcConv" || n.op_type == "Nchw16cConv")) return 3;
+  return -1;
+}
+
+// as_executed: operators whose kernel returns its input 0's buffer as output 0 (a view).
+bool is_view(const Node& n) {
+  static const std::unordered_set<std::string> kOps = {"Reshape",   "Flatten",  "Squeeze",
+                                                       "Unsqueeze", "Identity", "Dropout"};
+  return n.domain.empty() && kOps.count(n.op_type) > 0;
+}
+
+// The symbolic dims of v that `o` does not bind, for the reason a plan was not made.
+void unbound_symbols(const Value* v, const MemoryPlanOptions& o, std::set<std::string>* out) {
+  if (!v || !v->type.shape.ranked) return;
+  for (const Dim& d : v->type.shape.dims)
+    if (!d.known() && !d.symbol.empty() && !o.dim_values.count(d.symbol)) out->insert(d.symbol);
+}
 
 std::optional<size_t> value_bytes(const Value* v, const MemoryPlanOptions& o) {
   if (!v || v->type.kind != ValueType::Kind::Tensor || !v->type.shape.ranked) return std::nullopt;
@@ -59,6 +82,7 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
   };
   std::vector<Buffer> buffers;
   std::unordered_map<const Value*, size_t> buffer_of;
+  std::set<std::string> symbols;  // unbound symbolic dims of the unsized values
   std::unordered_map<const Value*, const Value*> in_place_of;
   // Lower bound and naive size use one buffer per value.
   std::vector<std::pair<int, int>> spans;
@@ -70,21 +94,48 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
       auto bytes = value_bytes(v, options);
       if (!bytes) {
         ++plan.unsized_values;
+        unbound_symbols(v, options, &symbols);
         continue;
       }
       const int end = outputs.count(v) ? n_nodes : (last.count(v) ? std::max(last[v], i) : i);
+      if (options.as_executed && is_view(n) && v == n.outputs[0] && !n.inputs.empty()) {
+        // The view shares its input's buffer (or memory outside the arena: an input, an
+        // initializer) for as long as either lives.
+        auto it = buffer_of.find(n.inputs[0]);
+        if (it != buffer_of.end() && buffers[it->second].bytes == *bytes) {
+          buffers[it->second].last = std::max(buffers[it->second].last, end);
+          buffers[it->second].values.push_back(v);
+          buffer_of[v] = it->second;
+          in_place_of[v] = n.inputs[0];
+          continue;
+        }
+        if (it == buffer_of.end() && n.inputs[0] && !n.inputs[0]->producer) continue;  // a view of an input or weight
+      }
       plan.naive_bytes += *bytes;
       spans.push_back({i, end});
       span_bytes.push_back(*bytes);
       // In place: an input of the same size whose last reader is this node and that this
       // graph produced (inputs and initializers are not ours to overwrite).
       std::optional<size_t> reuse;
-      // The op descriptor says which inputs an output may overwrite element by element.
-      const size_t out_index = static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), v) - n.outputs.begin());
+      // Which inputs output `v` may overwrite: as planned for the executor, where a kernel
+      // really writes over an input (kernel_in_place_input); otherwise what the op descriptor
+      // says an output may overwrite element by element.
+      std::vector<size_t> candidates;
       if (options.in_place) {
-        for (const InPlacePair& pair : op_descriptor(n.domain, n.op_type).in_place) {
-          if (static_cast<size_t>(pair.output) != out_index || static_cast<size_t>(pair.input) >= n.inputs.size()) continue;
-          const Value* in = n.inputs[static_cast<size_t>(pair.input)];
+        if (options.as_executed) {
+          if (v == n.outputs[0] && kernel_in_place_input(n) >= 0)
+            candidates.push_back(static_cast<size_t>(kernel_in_place_input(n)));
+        } else {
+          const size_t out_index =
+              static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), v) - n.outputs.begin());
+          for (const InPlacePair& pair : op_descriptor(n.domain, n.op_type).in_place)
+            if (static_cast<size_t>(pair.output) == out_index) candidates.push_back(static_cast<size_t>(pair.input));
+        }
+      }
+      {
+        for (size_t k : candidates) {
+          if (k >= n.inputs.size()) continue;
+          const Value* in = n.inputs[k];
           auto it = buffer_of.find(in);
           if (!in || it == buffer_of.end() || outputs.count(in) || last[in] != i) continue;
           if (buffers[it->second].bytes != *bytes || buffers[it->second].last != i) continue;
@@ -116,8 +167,16 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
     plan.lower_bound_bytes = std::max(plan.lower_bound_bytes, static_cast<size_t>(std::max(0LL, live)));
   }
   // Greedy by size, best fit among the gaps of overlapping, already placed buffers.
-  std::vector<size_t> order(buffers.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // as_executed: a buffer holding a graph output goes to the caller, who may keep it past the
+  // run (and the next run would write over it): it is not the arena's.
+  std::vector<bool> escapes(buffers.size(), false);
+  if (options.as_executed)
+    for (size_t bi = 0; bi < buffers.size(); ++bi)
+      for (const Value* v : buffers[bi].values)
+        if (outputs.count(v)) escapes[bi] = true;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (!escapes[i]) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
   std::vector<size_t> offset(buffers.size(), 0);
   std::vector<size_t> placed;
@@ -144,6 +203,10 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
   }
   for (size_t bi = 0; bi < buffers.size(); ++bi)
     for (const Value* v : buffers[bi].values) {
+      if (escapes[bi]) {
+        ++plan.escaping_values;
+        continue;
+      }
       BufferPlacement p;
       p.value = v;
       p.offset = offset[bi];
@@ -154,6 +217,21 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
       p.in_place_of = it == in_place_of.end() ? nullptr : it->second;
       plan.placements.push_back(p);
     }
+  if (plan.placements.empty() && plan.unsized_values > 0) {
+    std::string why = "no intermediate of graph '" + g.name + "' has a static size (" +
+                      std::to_string(plan.unsized_values) + " have none)";
+    if (!symbols.empty()) {
+      std::string list;
+      for (const std::string& sym : symbols) list += (list.empty() ? "" : ", ") + sym;
+      why += ": the symbolic dims " + list + " are not fixed (gearbox compile --input-shape NAME:D1,D2,...; profile "
+             "and run plan at the shapes they are given)";
+    } else {
+      why += ": their dims are computed at run time";
+    }
+    plan.not_made = why;
+    GBX_LOG_INFO("MEM_ALLOC", "graph '{}': no memory plan: {}", g.name, why);
+    return plan;
+  }
   GBX_LOG_INFO("MEM_ALLOC",
                "graph '{}': {} intermediates, naive {} B, planned {} B, lower bound {} B, {} in place, {} unsized",
                g.name, plan.placements.size(), plan.naive_bytes, plan.planned_bytes, plan.lower_bound_bytes,
@@ -162,12 +240,15 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
 }
 
 nlohmann::json MemoryPlan::summary() const {
-  nlohmann::json j{{"naive_bytes", naive_bytes},
+  nlohmann::json j{{"made", made()},
+                   {"naive_bytes", naive_bytes},
                    {"planned_bytes", planned_bytes},
                    {"lower_bound_bytes", lower_bound_bytes},
                    {"in_place_reuses", in_place_reuses},
                    {"unsized_values", unsized_values},
                    {"values", placements.size()}};
+  if (!made()) j["not_made"] = not_made;
+  if (escaping_values) j["escaping_values"] = escaping_values;
   return j;
 }
 

@@ -9,8 +9,16 @@
 // The report gives naive bytes (every intermediate side by side), planned bytes (the arena)
 // and the lower bound (the largest set of simultaneously live bytes); logged under
 // [MEM_ALLOC]. Values whose shape is not static (after binding named dims) are left out and
-// counted. The executor does not allocate from this arena yet: the plan is what a compiled
-// model (.gbm) records and what an arena-backed executor will use.
+// counted; when none is left, the plan is not made, and `not_made` says why (the symbolic
+// dims that no --input-shape fixed).
+//
+// Two modes. The default is the estimate a compiled model (.gbm) records: any element-wise
+// operator may write over its input. `as_executed` is what the executor's arena places
+// (runtime/arena.h): in place only where a kernel really writes an output over an input (the
+// fused convolutions' residual Z), the output of a view operator (Reshape, Flatten, Squeeze,
+// Unsqueeze, Identity, Dropout: the kernel returns its input's buffer) shares its input's
+// buffer for as long as either lives, and a buffer that holds a graph output (handed to the
+// caller, who may keep it past the run) is left out of the arena.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +35,7 @@ namespace gearbox {
 struct MemoryPlanOptions {
   size_t alignment = 64;
   bool in_place = true;
+  bool as_executed = false;  // see the header comment
   std::map<std::string, int64_t> dim_values;  // values for symbolic dims ("batch" -> 1)
 };
 
@@ -45,7 +54,13 @@ struct MemoryPlan {
   size_t lower_bound_bytes = 0;
   int in_place_reuses = 0;
   int unsized_values = 0;  // intermediates without a static size: not planned
-  // {"naive_bytes":..,"planned_bytes":..,"lower_bound_bytes":..,"in_place_reuses":..,...}
+  int escaping_values = 0;  // as_executed: graph outputs and values sharing their buffer, left out
+  // Empty when a plan was made; otherwise why not ("3 intermediates have symbolic dims (batch,
+  // seq) that no --input-shape fixed").
+  std::string not_made;
+  bool made() const { return not_made.empty(); }
+  // {"made":..,"naive_bytes":..,"planned_bytes":..,"lower_bound_bytes":..,"in_place_reuses":..,...}
+  // with "not_made" (the reason) when no plan was made.
   nlohmann::json summary() const;
 };
 

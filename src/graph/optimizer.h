@@ -34,9 +34,10 @@ struct OptimizerOptions {
   // resolve_session_options adds GEARBOX_DISABLE_PASSES to these options (then clears it);
   // optimize() itself never reads the environment.
   bool use_env = true;
-  // Plan the arena after the passes (graph/memory_plan.h). Off by default: the executor does
-  // not allocate from the plan yet, so only `gearbox compile` (which stores and reports it)
-  // asks for it; sessions would pay for a plan nobody reads.
+  // Plan the arena after the passes (graph/memory_plan.h), at the model's declared shapes.
+  // Off by default: the executor's arena plans per input shape signature at run time
+  // (runtime/arena.h), so only `gearbox compile` (which stores and reports it) and `gearbox
+  // profile` ask for this one.
   bool plan_memory = false;
   MemoryPlanOptions memory;
   // The engine priority list the graph will run on; Session::create sets it to the session's

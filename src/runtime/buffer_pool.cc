@@ -196,6 +196,11 @@ BufferPool::RunScope::RunScope(BufferPool* pool) : scope_(pool), previous_level_
   t_run_level = omp_get_level();
 }
 
+BufferPool::RunScope::RunScope(BufferPool* pool, BufferSource* source)
+    : scope_(source ? source : pool), previous_level_(t_run_level) {
+  t_run_level = omp_get_level();
+}
+
 BufferPool::RunScope::~RunScope() { t_run_level = previous_level_; }
 
 }  // namespace gearbox

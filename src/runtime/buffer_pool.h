@@ -78,6 +78,8 @@ class BufferPool final : public BufferSource {
   class RunScope {
    public:
     explicit RunScope(BufferPool* pool);
+    // The same with the thread's requests going to `source` (an Arena falling back to `pool`).
+    RunScope(BufferPool* pool, BufferSource* source);
     ~RunScope();
     RunScope(const RunScope&) = delete;
     RunScope& operator=(const RunScope&) = delete;

@@ -139,9 +139,12 @@ Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs
   if (plan && plan->kernels.size() != num_nodes_)
     return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
                       num_nodes_);
+  // The plan's arena when it has one and no other run holds it (runtime/arena.h), falling
+  // back to its buffer pool; else the buffer pool alone.
+  Arena::Lease arena = plan && plan->arena ? plan->arena->lease(&plan->buffers) : Arena::Lease();
   std::optional<BufferPool::RunScope> buffers;
-  if (plan) buffers.emplace(&plan->buffers);
-  const RunContext rc{plan, profiler, run, observer};
+  if (plan) buffers.emplace(&plan->buffers, arena.get());
+  const RunContext rc{plan, profiler, run, observer, arena.get()};
   try {
     return run_graph(*main_, std::move(inputs), nullptr, rc);
   } catch (const BufferSourceError& e) {
@@ -163,7 +166,11 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
   frame.depth = outer ? outer->depth + 1 : 0;
   for (size_t i = 0; i < inputs.size(); ++i) frame.values[graph.inputs[i]] = std::move(inputs[i]);
   for (const Value* init : graph.initializers) frame.values[init] = RuntimeValue(init->initializer);
-  for (const NodePlan& np : plan_it->second.nodes) GBX_RETURN_IF_ERROR(run_node(np, frame));
+  const auto& nodes = plan_it->second.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (rc.arena && !outer) rc.arena->begin_node(i);  // the arena places the main graph's values
+    GBX_RETURN_IF_ERROR(run_node(nodes[i], frame));
+  }
   std::vector<RuntimeValue> outputs;
   outputs.reserve(graph.outputs.size());
   for (const Value* v : graph.outputs) {
@@ -226,6 +233,7 @@ void Executor::record(const NodePlan& np, const KernelDef& def, const KernelCont
   r.bytes_read = cost.bytes_read;
   r.bytes_written = cost.bytes_written;
   if (PreparedPlan* plan = frame.rc->plan) r.pool_bytes_in_use = plan->buffers.stats().bytes_in_use;
+  if (frame.rc->arena) r.pool_bytes_in_use += frame.rc->arena->stats().planned_bytes;  // the whole range is held
   prof.add(std::move(r));
 }
 

@@ -70,6 +70,7 @@ class Executor {
     Profiler* profiler = nullptr;
     int run = 0;  // the profiler's run index
     NodeObserver* observer = nullptr;
+    Arena* arena = nullptr;  // the plan's arena when this run leased it (runtime/arena.h)
   };
 
   explicit Executor(std::string engine);

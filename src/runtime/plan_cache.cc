@@ -38,6 +38,16 @@ PlanCacheStats PlanCache::stats() const {
     BufferPoolStats b = plan->buffers.stats();
     s.fresh_buffers += b.fresh;
     s.reused_buffers += b.reused;
+    if (!plan->arena_ready.load(std::memory_order_acquire)) continue;
+    if (plan->arena) {
+      ArenaStats a = plan->arena->stats();
+      ++s.arenas;
+      s.arena_bytes += a.planned_bytes;
+      s.arena_served += a.served;
+      s.arena_fallbacks += a.fallback_requests;
+    } else if (s.arena_not_made.empty()) {
+      s.arena_not_made = plan->arena_why;
+    }
   }
   return s;
 }

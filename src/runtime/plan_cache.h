@@ -7,7 +7,10 @@
 //     resolved once, for every node of every subgraph; per input dims for a node whose choice
 //     depends on them);
 //   * the buffers of the run: a BufferPool sized by the first run and then only reused, so a
-//     repeated call allocates nothing new.
+//     repeated call allocates nothing new;
+//   * when the signature gives the intermediates static sizes, an Arena (runtime/arena.h):
+//     those intermediates at the memory planner's offsets in one block, the BufferPool serving
+//     the rest.
 // The cache holds at most `capacity` signatures (SessionOptions::plan_cache_size,
 // GEARBOX_PLAN_CACHE_SIZE); the least recently used one is evicted (its idle buffers freed).
 // Capacity 0 disables caching: every run prepares a plan of its own and drops it.
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "runtime/arena.h"
 #include "runtime/buffer_pool.h"
 
 namespace gearbox {
@@ -59,6 +63,11 @@ struct PreparedPlan {
         shape_choices(std::make_unique<ShapeChoices[]>(num_nodes)) {}
   const std::string signature;
   BufferPool buffers;
+  // Made by the first run (Session::run_values); null when no plan could be made (arena_why).
+  std::once_flag arena_once;
+  std::shared_ptr<Arena> arena;
+  std::string arena_why;
+  std::atomic<bool> arena_ready{false};  // arena and arena_why are set (readable by stats())
   // The kernel picked for node i (Executor's node index across all graphs); null until the
   // first run that reaches the node resolves it.
   std::vector<std::atomic<const KernelDef*>> kernels;
@@ -78,6 +87,13 @@ struct PlanCacheStats {
   uint64_t evicted = 0;
   uint64_t fresh_buffers = 0;   // over the cached plans: heap allocations ...
   uint64_t reused_buffers = 0;  // ... and allocations served by recycling
+  // Arenas of the cached plans (runtime/arena.h): how many, their planned bytes, requests
+  // given their planned place and requests that went to the buffer pool during arena runs.
+  size_t arenas = 0;
+  size_t arena_bytes = 0;
+  uint64_t arena_served = 0;
+  uint64_t arena_fallbacks = 0;
+  std::string arena_not_made;  // why the most recent plan without an arena has none
 };
 
 class PlanCache {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/buffer_version.h"
 #include "base/logging.h"
 #include "base/strings.h"
 #include "device/memory_pool.h"
@@ -193,12 +194,24 @@ Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string
   std::shared_ptr<PreparedPlan> plan = plan_cache_->acquire(signature, &prepared);
   uint64_t runs = ++plan->runs;
   GBX_RETURN_IF_ERROR(plan->buffers.bind(device_pool_));  // the run's tensors come from it
+  std::call_once(plan->arena_once, [&] {
+    if (options_.arena) {
+      std::vector<Dims> dims;
+      for (const RuntimeValue& v : ordered) dims.push_back(v.is_tensor() ? v.tensor().dims() : Dims{});
+      plan->arena = Arena::create(*model_.graph, dims, device_pool_, &plan->arena_why);
+      if (!plan->arena) GBX_LOG_DEBUG("MEM_ALLOC", "no arena for {}: {}", signature, plan->arena_why);
+    } else {
+      plan->arena_why = "the session's arena option is off";
+    }
+    plan->arena_ready.store(true, std::memory_order_release);
+  });
   if (prepared) {
     PlanCacheStats st = plan_cache_->stats();
     GBX_LOG_DEBUG("EXEC", "prepared plan for {} ({} of {} signatures cached)", signature, st.size, st.capacity);
   } else {
     GBX_LOG_DEBUG("EXEC", "reused plan for {} (run {})", signature, runs);
   }
+  std::shared_lock<std::shared_mutex> weights_lock(weights_mu_);
   if (!profiler) return executor_->run(std::move(ordered), plan.get(), nullptr, 0, observer);
   const int run = profiler->begin_run();
   const int64_t begin_ns = profiler->now_ns();
@@ -216,6 +229,32 @@ device::Event Session::run_async(std::map<std::string, Tensor> inputs, device::S
 }
 
 PlanCacheStats Session::plan_cache_stats() const { return plan_cache_->stats(); }
+
+Status Session::update_weight(const std::string& name, const Tensor& value) {
+  Value* weight = nullptr;
+  for (Value* v : model_.graph->initializers)
+    if (v->name == name) weight = v;
+  if (!weight) {
+    std::vector<std::string> names;
+    for (const Value* v : model_.graph->initializers) names.push_back(v->name);
+    if (names.size() > 20) names.resize(20), names.push_back("...");
+    return make_error(ErrorCode::INVALID_ARGUMENT, "update_weight: the session's graph has no weight '", name,
+                      "' (misspelt, or an optimizer pass folded or rewrote it: create the session with that pass "
+                      "disabled); its ", model_.graph->initializers.size(), " weights are: ", join(names, ", "));
+  }
+  Tensor& w = weight->initializer;
+  if (value.dtype() != w.dtype() || value.dims() != w.dims())
+    return make_error(ErrorCode::INVALID_ARGUMENT, "update_weight: weight '", name, "' is ", describe(w),
+                      ", the new value ", describe(value), " (an update writes over the weight in place: pass its dtype and dims)");
+  std::unique_lock<std::shared_mutex> lock(weights_mu_);
+  if (w.dtype() == DType::String) {
+    w.strings() = value.strings();
+  } else if (w.nbytes() > 0) {
+    std::memcpy(w.mutable_raw(), value.raw(), w.nbytes());  // a borrowed (mmap'ed) weight is copied first
+  }
+  mark_modified(w);
+  return Status::OK();
+}
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds, Profiler* profiler,
                                          NodeObserver* observer) const {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ struct SessionOptions {
   // nullptr: the CPU device's pool (GEARBOX_DEVICE_MEMORY). Another pool must outlive the
   // session and every tensor its runs returned.
   device::MemoryPool* device_pool = nullptr;
+  // Place a plan's intermediates at the memory planner's offsets in one range of the device
+  // pool when its shapes are static (runtime/arena.h); false: every tensor from the plan's
+  // buffer pool (power-of-two blocks), as before the arena.
+  bool arena = true;
 };
 
 // `requested` with every unset field filled from the environment (GEARBOX_ENGINES,
@@ -159,6 +164,13 @@ class Session {
   // is the run's error (a model that cannot run on zeros; its real runs may still work).
   Result<bool> prepare() const;
 
+  // Writes `value` over the weight (initializer) `name` of the session's graph, in place, and
+  // marks it modified (base/buffer_version.h), so that no kernel runs on weights it packed or
+  // reordered from the old values: what an optimizer step does. INVALID_ARGUMENT naming the
+  // weights for a name the optimized graph does not hold, or giving both for another dtype or
+  // shape. Waits for the runs in flight; runs that start later see the new value.
+  Status update_weight(const std::string& name, const Tensor& value);
+
   // Hits, misses and evictions of the per-shape-signature plan cache (runtime/plan_cache.h).
   PlanCacheStats plan_cache_stats() const;
 
@@ -179,6 +191,8 @@ class Session {
   Partition partition_;
   device::MemoryPool* device_pool_ = nullptr;
   KernelOptions kernel_options_;  // from options_, installed on the calling thread for each run
+  // Runs hold it shared, update_weight exclusively: a weight never changes under a run.
+  mutable std::shared_mutex weights_mu_;
 };
 
 }  // namespace gearbox

@@ -230,8 +230,17 @@ std::string Metrics::render() const {
   per_pool("gearbox_device_memory_pool_largest_free_block_bytes", "gauge",
            "The largest block one allocation can get from the device memory pool now",
            [](const device::PoolStats& s) { return s.largest_free; });
+  per_pool("gearbox_device_memory_thread_scratch_bytes", "gauge",
+           "Bytes of kernels' per-thread scratch buffers (packing panels, work space), process-wide and held outside "
+           "the pool: a model needs the pool's used bytes plus these",
+           [](const device::PoolStats& s) { return s.thread_scratch; });
+  per_pool("gearbox_device_memory_pool_used_span_bytes", "gauge",
+           "From the start of the device memory pool to the end of its highest live block (what fragmentation is "
+           "measured over)",
+           [](const device::PoolStats& s) { return s.used_span; });
   per_pool("gearbox_device_memory_pool_fragmentation_ratio", "gauge",
-           "1 - largest free block / free bytes of the device memory pool (0 when nothing is free)",
+           "1 - largest free block / free bytes, both counted inside the pool's used span (start of the pool to the end "
+           "of its highest live block); 0 when nothing is live or the span has no hole. An almost empty pool reads ~0",
            [](const device::PoolStats& s) { return s.fragmentation; });
   per_pool("gearbox_device_memory_pool_peak_used_bytes", "gauge", "The most bytes the device memory pool has had in use",
            [](const device::PoolStats& s) { return s.peak_used; });

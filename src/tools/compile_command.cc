@@ -140,6 +140,11 @@ int compile(const CompileOptions& o) {
   std::cout << "compiled " << o.model << " -> " << o.output << ": " << rep->nodes_before << " -> "
             << rep->nodes_after << " nodes, " << gbm_bytes << " bytes (target " << o.target << ")\n";
   std::cout << "partition: " << part->summary() << "\n";
+  if (!rep->memory.made())
+    std::cout << "memory plan: not made: " << rep->memory.not_made << "\n";
+  else
+    std::cout << "memory plan: arena " << rep->memory.planned_bytes << " bytes (naive " << rep->memory.naive_bytes
+              << ", lower bound " << rep->memory.lower_bound_bytes << ")\n";
   if (!o.report_path.empty()) {
     nlohmann::json j = nlohmann::json::parse(rep->to_json());
     j["onnx_bytes"] = onnx_bytes;

@@ -17,6 +17,7 @@
 #include "graph/onnx_importer.h"
 #include "graph/optimizer.h"
 #include "runtime/profiler.h"
+#include "runtime/plan_cache.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
 #include "tools/engine_option.h"
@@ -85,7 +86,8 @@ std::vector<std::string> unfused_patterns(const std::string& model_path, const O
 // none when the planner did not run (a .gbm: its optimizer is off) or planned nothing.
 std::optional<ArenaPlan> arena_plan(const Session& session) {
   const MemoryPlan& plan = session.optimizer_report().memory;
-  if (plan.placements.empty() && plan.unsized_values == 0) return std::nullopt;
+  const PlanCacheStats runs = session.plan_cache_stats();
+  if (plan.placements.empty() && plan.unsized_values == 0 && runs.arenas == 0) return std::nullopt;
   const auto& nodes = session.model().graph->nodes;
   // A graph output lives to the end: index nodes.size().
   auto name = [&](int i) {
@@ -96,6 +98,10 @@ std::optional<ArenaPlan> arena_plan(const Session& session) {
   a.naive_bytes = plan.naive_bytes;
   a.lower_bound_bytes = plan.lower_bound_bytes;
   a.unsized_values = plan.unsized_values;
+  a.not_made = plan.not_made;
+  a.run_arena_bytes = runs.arena_bytes;
+  a.run_arena_fallbacks = runs.arena_fallbacks;
+  a.run_arena_not_made = runs.arenas ? std::string() : runs.arena_not_made;
   for (const BufferPlacement& p : plan.placements)
     a.rows.push_back({p.value->name, p.offset, p.bytes, p.first, p.last, name(p.first), name(p.last),
                       p.in_place_of ? p.in_place_of->name : std::string()});

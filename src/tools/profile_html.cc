@@ -107,6 +107,8 @@ std::string memory_svg(const ProfileData& d) {
 // The memory planner's arena: one box per value, its lifetime (node indices) across, its
 // offset and size in the arena down.
 std::string arena_svg(const ProfileData& d) {
+  if (d.arena && d.arena->rows.empty() && !d.arena->not_made.empty())
+    return "<p>No arena plan: " + esc(d.arena->not_made) + ".</p>";
   if (!d.arena || d.arena->rows.empty())
     return "<p>No arena plan (a .gbm, or no intermediate with a static shape).</p>";
   const ArenaPlan& a = *d.arena;

@@ -228,7 +228,9 @@ std::string op_summary_csv(const ProfileData& d) {
 
 // One table with a `section` column: "pool" rows (tensor memory after each node, over
 // time), a "peak" row, then "arena" rows (the memory planner's placement of each value)
-// and "arena_summary" rows (planned, naive and lower-bound bytes, values left unplanned).
+// and "arena_summary" rows (planned, naive and lower-bound bytes, values left unplanned, the
+// arena bytes the runs used and their requests that fell back to the buffer pool), and
+// "arena_not_made" / "run_arena_not_made" rows with the reason when no plan was made.
 std::string memory_csv(const ProfileData& d) {
   std::ostringstream o;
   o << "section,run,time_ms,node,op_type,bytes_in_use,value,offset,bytes,first,last,first_node,last_node,in_place_of\n";
@@ -252,6 +254,12 @@ std::string memory_csv(const ProfileData& d) {
                                                       {"lower_bound_bytes", d.arena->lower_bound_bytes},
                                                       {"unsized_values", static_cast<size_t>(d.arena->unsized_values)}};
     for (const auto& [name, v] : summary) o << "arena_summary,,,,,," << name << ",," << v << ",,,,,\n";
+    o << "arena_summary,,,,,,run_arena_bytes,," << d.arena->run_arena_bytes << ",,,,,\n";
+    o << "arena_summary,,,,,,run_arena_fallbacks,," << d.arena->run_arena_fallbacks << ",,,,,\n";
+    // Why no plan was made (the value column holds the reason).
+    if (!d.arena->not_made.empty()) o << "arena_not_made,,,,,," << csv(d.arena->not_made) << ",,,,,,,\n";
+    if (!d.arena->run_arena_not_made.empty())
+      o << "run_arena_not_made,,,,,," << csv(d.arena->run_arena_not_made) << ",,,,,,,\n";
   }
   return o.str();
 }

@@ -55,6 +55,12 @@ struct ArenaPlan {
   std::vector<ArenaRow> rows;
   size_t planned_bytes = 0, naive_bytes = 0, lower_bound_bytes = 0;
   int unsized_values = 0;  // intermediates without a static shape: not in the plan
+  std::string not_made;    // why no plan was made (symbolic dims no --input-shape fixed); empty: made
+  // What the profiled runs used: the arenas of the session's prepared plans (runtime/arena.h),
+  // or why they had none.
+  size_t run_arena_bytes = 0;
+  uint64_t run_arena_fallbacks = 0;
+  std::string run_arena_not_made;
 };
 
 struct ProfileData {

@@ -45,6 +45,7 @@ json pool_json(const PoolStats& s) {
           {"fragmentation", s.fragmentation},   {"peak_used_bytes", s.peak_used},
           {"live_allocations", s.live_allocations}, {"allocations", s.alloc_count},
           {"frees", s.free_count},              {"failed_allocations", s.failed_count},
+          {"used_span_bytes", s.used_span},     {"thread_scratch_bytes", s.thread_scratch},
           {"block_size_histogram", hist}};
 }
 
@@ -130,7 +131,8 @@ void print_text(const json& doc) {
     std::cout << "  memory pool   capacity " << format_bytes(pl["capacity_bytes"]) << ", used "
               << format_bytes(pl["used_bytes"]) << ", free " << format_bytes(pl["free_bytes"]) << ", largest free block "
               << format_bytes(pl["largest_free_block_bytes"]) << ", fragmentation " << frag.str() << ", peak "
-              << format_bytes(pl["peak_used_bytes"]) << ", " << pl["live_allocations"] << " live allocations\n";
+              << format_bytes(pl["peak_used_bytes"]) << ", " << pl["live_allocations"] << " live allocations; kernels' "
+              << "thread scratch " << format_bytes(pl["thread_scratch_bytes"]) << " outside the pool\n";
   }
   const json& m = doc["system_memory"];
   std::cout << "\nsystem memory   total " << format_bytes(m["total_bytes"]) << ", available "

@@ -54,6 +54,30 @@ struct Model {
     return best;
   }
   size_t used_units() const { return static_cast<size_t>(std::count(units.begin(), units.end(), true)); }
+  // Units up to and including the highest taken one: the span the live blocks cover.
+  size_t span_units() const {
+    for (size_t i = units.size(); i-- > 0;)
+      if (units[i]) return i + 1;
+    return 0;
+  }
+  // The largest aligned power-of-two free run inside one root and wholly inside the span.
+  size_t largest_free_units_in_span() const {
+    const size_t span = span_units();
+    size_t best = 0;
+    for (auto [off, size] : roots)
+      for (size_t b = size; b > best; b >>= 1)
+        for (size_t s = off; s < off + size && s + b <= span; s += b)
+          if (run_free(s, b)) {
+            best = std::max(best, b);
+            break;
+          }
+    return best;
+  }
+  // 1 - largest free / free, both over the span (PoolStats::fragmentation).
+  double fragmentation() const {
+    const size_t free_in_span = span_units() - used_units();
+    return free_in_span == 0 ? 0.0 : 1.0 - double(largest_free_units_in_span()) / double(free_in_span);
+  }
   std::vector<bool> units;
   std::vector<std::pair<size_t, size_t>> roots;  // (first unit, units)
 };
@@ -127,7 +151,8 @@ void random_sequence(size_t capacity, unsigned seed, int steps) {
     ASSERT_EQ(s.used, used);
     ASSERT_EQ(s.free, free_bytes);
     ASSERT_EQ(s.largest_free, largest) << "step " << step << ": free blocks not fully coalesced";
-    ASSERT_DOUBLE_EQ(s.fragmentation, free_bytes == 0 ? 0.0 : 1.0 - double(largest) / double(free_bytes));
+    ASSERT_EQ(s.used_span, m.span_units() * kMin) << "step " << step;
+    ASSERT_DOUBLE_EQ(s.fragmentation, m.fragmentation()) << "step " << step;
     ASSERT_EQ(s.alloc_count, allocs);
     ASSERT_EQ(s.free_count, frees);
     ASSERT_EQ(s.failed_count, failures);
@@ -145,7 +170,8 @@ void random_sequence(size_t capacity, unsigned seed, int steps) {
   PoolStats s = pool.stats();
   EXPECT_EQ(s.used, 0u);
   EXPECT_EQ(s.largest_free, m.roots.front().second * kMin);
-  EXPECT_EQ(s.fragmentation, capacity == s.largest_free ? 0.0 : 1.0 - double(s.largest_free) / double(capacity));
+  EXPECT_EQ(s.used_span, 0u);
+  EXPECT_EQ(s.fragmentation, 0.0) << "nothing live: nothing fragmented";
   uint64_t blocks = 0;
   for (auto n : s.free_blocks) blocks += n;
   EXPECT_EQ(blocks, m.roots.size());
@@ -208,6 +234,87 @@ TEST(MemoryPool, FragmentationScenarioExplainsItself) {
   pool->deallocate(*ok);
   pool->deallocate(quarter[3]);
   EXPECT_EQ(pool->stats().largest_free, size_t{1} << 20);
+}
+
+// Issue 21: a few MB live in an 8 GiB pool used to read fragmentation ~0.5 (the first split
+// of the 8 GiB root leaves a 4 GiB largest block out of ~8 GiB free). Only holes among the
+// live blocks count now.
+TEST(MemoryPool, AlmostEmptyPoolIsNotFragmented) {
+  auto pool = std::move(MemoryPool::create(size_t{8} << 30, kMin)).value();  // address space only
+  std::vector<void*> held;
+  for (size_t bytes : {size_t{3} << 20, size_t{1} << 20, size_t{700} << 10, size_t{2} << 20})
+    held.push_back(pool->allocate(bytes).value());
+  PoolStats s = pool->stats();
+  EXPECT_LT(s.used, size_t{16} << 20);
+  EXPECT_EQ(s.largest_free, size_t{4} << 30);
+  // 4 MiB (3 MiB) + 1 MiB + 1 MiB (700 KiB) + 2 MiB blocks, lowest address first: [0, 4M)
+  // [4M, 5M) [5M, 6M) [6M, 8M): no hole, and the old figure 1 - 4G / (8G - 8M) was ~0.5.
+  EXPECT_EQ(s.used_span, size_t{8} << 20);
+  EXPECT_EQ(s.fragmentation, 0.0);
+  // A hole among them counts: freeing the 1 MiB block at 4M leaves 1 MiB free of an 8 MiB span
+  // in one piece (still 0); freeing the one at 5M too merges them into one 2 MiB block.
+  pool->deallocate(held[1]);
+  EXPECT_EQ(pool->stats().fragmentation, 0.0);
+  pool->deallocate(held[0]);  // [0, 4M) and [4M, 5M) free: 5 MiB free, largest 4 MiB
+  EXPECT_DOUBLE_EQ(pool->stats().fragmentation, 1.0 - 4.0 / 5.0);
+  for (void* p : {held[2], held[3]}) pool->deallocate(p);
+  EXPECT_EQ(pool->stats().fragmentation, 0.0);
+  EXPECT_EQ(pool->stats().used_span, 0u);
+}
+
+// allocate_range: one contiguous range of any multiple of min_block, tiled by buddy blocks,
+// checked against the unit model; freed as one, it merges back completely.
+TEST(MemoryPool, RangesAreContiguousExactAndMergeBack) {
+  const size_t capacity = (size_t{1} << 20) + (size_t{1} << 18);  // roots 1 MiB + 256 KiB
+  auto pool = std::move(MemoryPool::create(capacity, kMin)).value();
+  const auto* base = static_cast<const uint8_t*>(pool->base());
+  void* filler = pool->allocate(256 * 1024).value();  // the whole 256 KiB root, for now
+  EXPECT_EQ(static_cast<const uint8_t*>(filler) - base, 1 << 20);
+  void* small = pool->allocate(1000).value();  // a 1 KiB block at 0
+  EXPECT_EQ(small, pool->base());
+  auto r = pool->allocate_range(300 * 1024 + 1);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  auto* p = static_cast<uint8_t*>(*r);
+  const size_t need = (300 * 1024 + 1 + kMin - 1) / kMin * kMin;
+  // The lowest free run: right after the 1 KiB block.
+  EXPECT_EQ(static_cast<size_t>(p - base), 1024u);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.used, (256 << 10) + 1024 + need) << "a range is not rounded to a power of two";
+  EXPECT_EQ(s.live_allocations, 3u) << "a range is one allocation";
+  std::memset(p, 0x5a, need);  // every byte of the range is ours
+  void* other = pool->allocate(4096).value();
+  auto* o = static_cast<uint8_t*>(other);
+  EXPECT_TRUE(o + 4096 <= p || o >= p + need) << "a block inside the range was handed out again";
+  // Free now: [308480, 311296) (the range's end to the 4 KiB block, split out of a 16 KiB one)
+  // and [315392, 1310720), which runs on from the 1 MiB root into the 256 KiB one: 998144
+  // bytes in all. One byte-block more than the longer run is fragmentation, the run itself fits.
+  EXPECT_EQ(static_cast<size_t>(o - base), 311296u);
+  pool->deallocate(filler);
+  EXPECT_EQ(pool->stats().free, 998144u);
+  auto too_long = pool->allocate_range(995328 + kMin);
+  EXPECT_EQ(too_long.status().code(), ErrorCode::POOL_FRAGMENTED) << too_long.status().to_string();
+  auto across = pool->allocate_range(995328);
+  ASSERT_TRUE(across.ok()) << across.status().to_string();
+  EXPECT_EQ(static_cast<size_t>(static_cast<uint8_t*>(*across) - base), 315392u);
+  std::memset(*across, 0x33, 995328);
+  EXPECT_EQ(pool->stats().free, 998144u - 995328u);
+  EXPECT_TRUE(pool->release(*across).ok());
+  EXPECT_TRUE(pool->release(p).ok());
+  EXPECT_EQ(pool->release(p).code(), ErrorCode::POOL_INVALID_FREE) << "freed twice";
+  pool->deallocate(other);
+  pool->deallocate(small);
+  s = pool->stats();
+  EXPECT_EQ(s.used, 0u);
+  EXPECT_EQ(s.requested, 0u);
+  EXPECT_EQ(s.largest_free, size_t{1} << 20);
+  uint64_t blocks = 0;
+  for (auto n : s.free_blocks) blocks += n;
+  EXPECT_EQ(blocks, 2u) << "one free block per root: the range's blocks merged back";
+  // A range as large as a root.
+  auto whole = pool->allocate_range(size_t{1} << 20);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  EXPECT_EQ(*whole, pool->base());
+  EXPECT_TRUE(pool->release(*whole).ok());
 }
 
 TEST(MemoryPool, SharedBlocksReturnWithTheLastOwner) {

@@ -41,6 +41,9 @@ std::unique_ptr<Session> load(const onnx::ModelProto& proto, MemoryPool* pool, b
   }
   SessionOptions options;
   options.device_pool = pool;
+  // These cases are about the buffer pool's blocks (their numbers are worked out from it);
+  // the arena's placement has its own tests (arena_test.cc).
+  options.arena = false;
   options.optimizer.enabled = optimize;
   options.optimizer.use_env = false;
   auto s = Session::create(std::move(model).value(), options);

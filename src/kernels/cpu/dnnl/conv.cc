@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer_version.h"
 #include "base/logging.h"
 #include "kernels/kernel_options.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
@@ -81,6 +82,7 @@ struct ConvNodeState {
   int64_t sub_sh = 0, sub_sw = 0;  // both non-zero: X's pixels at these strides are gathered first (strided_1x1)
   const void* w = nullptr;
   const void* b = nullptr;
+  uint64_t w_version = 0, b_version = 0;  // base/buffer_version.h: a weight updated in place misses
   bool z = false;
   bool winograd_candidate = false, winograd_on = false;
   std::shared_ptr<ConvPrim> prim;
@@ -94,6 +96,7 @@ std::shared_ptr<ConvNodeState> fitting_state(NodeCache* cache, const Tensor& x, 
   auto st = std::static_pointer_cast<ConvNodeState>(cache->get(&kConvStateOwner));
   if (!st || st->x_dims != x.dims() || st->w != w.raw() || st->b != (b ? b->raw() : nullptr) || st->z != (z != nullptr))
     return nullptr;
+  if (st->w_version != buffer_version(w) || st->b_version != (b ? buffer_version(*b) : 0)) return nullptr;
   if (z && (z->dtype() != DType::F32 || z->dims() != st->y_dims)) return nullptr;
   if (st->winograd_candidate && winograd != st->winograd_on) return nullptr;
   return st;
@@ -346,6 +349,8 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       st->y_dims = ydims;
       st->w = w.raw();
       st->b = b ? b->raw() : nullptr;
+      st->w_version = buffer_version(w);
+      st->b_version = b ? buffer_version(*b) : 0;
       st->z = z != nullptr;
       st->winograd_candidate = winograd_candidate(group, c, m, kernel, win);
       st->winograd_on = try_winograd;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/buffer_version.h"
 #include "base/lru_cache.h"
 #include "kernels/op_descriptor.h"
 
@@ -144,6 +145,8 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
   return Status::OK();
 }
 
+// The cache key holds the buffer's version too (base/buffer_version.h): a weight updated in
+// place (Session::update_weight) is reordered again instead of read from the old entry.
 dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
                                bool constant) {
   void* data = const_cast<void*>(w.raw());  // oneDNN takes void*; the source is only read
@@ -157,7 +160,8 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
     return dst;
   }
   std::string key;
-  key.append(std::to_string(reinterpret_cast<uintptr_t>(w.raw()))).append(to_string(w.dims()));
+  key.append(std::to_string(reinterpret_cast<uintptr_t>(w.raw()))).append("v").append(std::to_string(buffer_version(w)));
+  key.append(to_string(w.dims()));
   key.append(md_bytes(plain)).append(md_bytes(want));
   if (auto v = weight_lru().get(key)) return std::static_pointer_cast<WeightEntry>(v)->mem;
   auto e = std::make_shared<WeightEntry>();

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/scratch.h"
+
 namespace gearbox::ref {
 namespace {
 
@@ -254,17 +256,11 @@ void gemm_batched_impl(const GemmShape& s, T alpha, const GemmPtrs<T>* batch, in
 
 #pragma omp parallel if (parallel)
   {
-    // Per-thread packing buffers, reused across calls (OpenMP threads persist).
-    static thread_local std::vector<T> buf_a, buf_b;
-    if (buf_a.size() < pack_a_size) buf_a.assign(pack_a_size + 16, T(0));
-    if (buf_b.size() < pack_b_size) buf_b.assign(pack_b_size + 16, T(0));
-    // 64-byte align the packed panels.
-    auto align = [](T* p) {
-      auto u = reinterpret_cast<uintptr_t>(p);
-      return reinterpret_cast<T*>((u + 63) & ~uintptr_t(63));
-    };
-    T* pa = align(buf_a.data());
-    T* pb = align(buf_b.data());
+    // Per-thread packing buffers, reused across calls (OpenMP threads persist), 64-byte
+    // aligned and counted in the pool statistics (base/scratch.h).
+    static thread_local ThreadScratch<T> buf_a, buf_b;
+    T* pa = buf_a.get(pack_a_size + 16, /*zero_on_growth=*/true);
+    T* pb = buf_b.get(pack_b_size + 16, /*zero_on_growth=*/true);
 #pragma omp for schedule(dynamic)
     for (int64_t t = 0; t < total; ++t) {
       const int64_t e = t / per_entry;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/scratch.h"
 #include "base/tensor.h"
 #include "kernels/cpu/ref/ref_util.h"
 #include "kernels/kernel.h"
@@ -244,10 +245,9 @@ template <typename T>
 class Scratch {
  public:
   explicit Scratch(size_t n) {
-    static thread_local std::vector<T> cache;
+    static thread_local ThreadScratch<T> cache;  // counted in the pool statistics (base/scratch.h)
     if (n * sizeof(T) <= kScratchCacheLimit) {
-      if (cache.size() < n) cache.resize(n);
-      ptr_ = cache.data();
+      ptr_ = cache.get(n, /*zero_on_growth=*/true);
     } else {
       own_.resize(n);
       ptr_ = own_.data();

@@ -23,6 +23,7 @@
 
 #include <hwy/aligned_allocator.h>
 
+#include "base/scratch.h"
 #include "kernels/cpu/simd/attention_core.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -280,14 +281,10 @@ void AttendRowsImpl(const AttendRows& a) {
   const size_t need = static_cast<size_t>(a.dh * R + kTile * R + R * dvp + kTile * dvp + 2 * R);
   // Reused across calls (per thread, so safe in OpenMP regions); aligned for whole-vector
   // loads: every section's size is a multiple of the vector length.
-  thread_local hwy::AlignedFreeUniquePtr<float[]> ws;
-  thread_local size_t ws_size = 0;
-  if (ws_size < need) {
-    ws = hwy::AllocateAligned<float>(need);
-    ws_size = need;
-  }
-  for (int64_t i0 = a.row_begin; i0 < a.row_end; i0 += R)
-    AttendBlock(a, i0, std::min(R, a.row_end - i0), ws.get());
+  // Counted in the pool statistics (base/scratch.h).
+  thread_local ThreadScratch<float> ws;
+  float* w = ws.get(need);
+  for (int64_t i0 = a.row_begin; i0 < a.row_end; i0 += R) AttendBlock(a, i0, std::min(R, a.row_end - i0), w);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -14,9 +14,10 @@
 // gemm_supports(), so the node runs on the next engine of the list.
 //
 // B is packed into NR-wide panels: once for a constant B (KernelContext::input_is_constant,
-// an initializer), cached keyed by (data pointer, dims, layout) with a shallow copy of the
-// source tensor so its buffer cannot be freed and reused while the entry exists (the same
-// contract as the cpu.dnnl weight cache, dnnl_util.h); per call, uncached, for a B computed
+// an initializer), cached keyed by (data pointer, buffer version, dims, layout) with a shallow
+// copy of the source tensor so its buffer cannot be freed and reused while the entry exists
+// (the same contract as the cpu.dnnl weight cache, dnnl_util.h); a weight updated in place
+// (base/buffer_version.h) packs again; per call, uncached, for a B computed
 // at run time (one without batches by the work items themselves, a group of panels each as
 // they first reach it: see run()). Work is split over (batch, M block, group of B panels)
 // items with OpenMP; with M = 128 (BERT) the two threads take halves of N.
@@ -29,7 +30,9 @@
 
 #include <hwy/aligned_allocator.h>
 
+#include "base/buffer_version.h"
 #include "base/lru_cache.h"
+#include "base/scratch.h"
 #include "kernels/cpu/simd/gemm.h"
 #include "kernels/matmul_shapes.h"
 #include "kernels/cpu/simd/simd_util.h"
@@ -53,14 +56,9 @@ struct PackedB {
 // the B is larger than kThreadBCap floats (allocated per call instead).
 constexpr int64_t kThreadBCap = int64_t{16} << 20;
 float* thread_runtime_b(int64_t floats) {
-  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
-  thread_local int64_t size = 0;
+  thread_local ThreadScratch<float> buf;  // counted in the pool statistics (base/scratch.h)
   if (floats > kThreadBCap) return nullptr;
-  if (size < floats) {
-    buf = hwy::AllocateAligned<float>(static_cast<size_t>(floats));
-    size = floats;
-  }
-  return buf.get();
+  return buf.get(static_cast<size_t>(floats));
 }
 
 // LRU of constant packed B; thread-safe.
@@ -87,7 +85,8 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
   std::string key;
   if (constant) {
     // (std::string::append: GCC 12's -Wrestrict misfires on chains of operator+.)
-    key.append(std::to_string(reinterpret_cast<uintptr_t>(b.raw()))).append("|");
+    key.append(std::to_string(reinterpret_cast<uintptr_t>(b.raw()))).append("v");
+    key.append(std::to_string(buffer_version(b))).append("|");
     for (int64_t d : b.dims()) key.append(std::to_string(d)).append(",");
     for (int64_t v : {rs, cs, nr}) key.append("|").append(std::to_string(v));
     if (auto v = cache().get(key)) return v;
@@ -124,18 +123,12 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
 // whole packed A of one call shared by the team (kept between calls: a fresh allocation of
 // this size would be a fresh mmap, page faults included, every call).
 float* thread_apack() {
-  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
-  if (!buf) buf = hwy::AllocateAligned<float>(static_cast<size_t>(a_pack_floats()));
-  return buf.get();
+  thread_local ThreadScratch<float> buf;
+  return buf.get(static_cast<size_t>(a_pack_floats()));
 }
 float* thread_shared_a(int64_t floats) {
-  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
-  thread_local int64_t size = 0;
-  if (size < floats) {
-    buf = hwy::AllocateAligned<float>(static_cast<size_t>(floats));
-    size = floats;
-  }
-  return buf.get();
+  thread_local ThreadScratch<float> buf;
+  return buf.get(static_cast<size_t>(floats));
 }
 
 // At most this many B panels per work item: the item's C block (kMcRows x 8 NR floats, 192
