@@ -129,7 +129,7 @@ TEST(LayoutBlockedPass, SameOutputsOnOneDnn) {
     if (n->op_type.rfind("Nchw16c", 0) == 0) EXPECT_EQ(n->engine, "cpu.dnnl") << n->name << " (" << n->op_type << ")";
   const int64_t winograd = dnnl_engine::winograd_conv_runs();
   expect_same_outputs_as_unoptimized(winograd_chain, std::move(m), "cpu.dnnl,cpu.ref", feeds(), 1e-4f);
-  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd, 3);
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd, dnnl_engine::winograd_available() ? 3 : 0);
 }
 
 TEST(LayoutBlockedPass, OffUnlessTheEnginesPreferOneDnnOrWhenDisabled) {

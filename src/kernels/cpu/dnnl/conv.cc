@@ -372,6 +372,27 @@ Status nchw16c_conv(KernelContext& ctx) { return conv_impl(ctx, true, Layout::Nc
 }  // namespace
 
 int64_t winograd_conv_runs() { return g_winograd_runs.load(); }
+
+bool winograd_available() {
+  // oneDNN has Winograd convolutions only for some ISAs (AVX-512 in 2.x): ask it once for a
+  // shape every Winograd kernel covers (3x3, stride 1, 64 -> 64 channels).
+  static const bool available = [] {
+    using memory = dnnl::memory;
+    const auto f32 = memory::data_type::f32;
+    const memory::desc src({1, 64, 14, 14}, f32, memory::format_tag::any);
+    const memory::desc wei({64, 64, 3, 3}, f32, memory::format_tag::any);
+    const memory::desc dst({1, 64, 14, 14}, f32, memory::format_tag::any);
+    try {
+      const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd,
+                                                 src, wei, dst, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
 int64_t conv_state_reuses() { return g_state_reuses.load(); }
 int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 

@@ -134,6 +134,9 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
 
 // Times a convolution ran as oneDNN's Winograd algorithm (conv.cc), for the same purpose.
 int64_t winograd_conv_runs();
+// Whether oneDNN has a Winograd convolution on this CPU (AVX-512 in oneDNN 2.x); when it has
+// none, every Winograd candidate runs the direct convolution.
+bool winograd_available();
 // Times a convolution reused what its node kept from an earlier run (conv.cc ConvNodeState).
 int64_t conv_state_reuses();
 // Times a strided 1x1 NhwcConv ran at unit stride on its gathered pixels (conv.cc strided_1x1).
