@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "frontend/tensor_impl.h"
 #include "kernels/kernel.h"
+#include "kernels/kernel_support.h"
 #include "base/buffer_source.h"
 #include "runtime/session.h"
 
@@ -20,8 +21,11 @@ const std::vector<std::string>& engines() {
 }
 
 // The executor's rule (Executor::pick_kernel): the first engine in priority order whose
-// kernel accepts the dtype of the input that decides it.
-const gearbox::KernelDef* pick(const OpSpec& op, const std::vector<gearbox::Tensor>& inputs) {
+// kernel accepts the dtype of the input that decides it and whose declarations
+// (kernels/kernel_support.h) accept these inputs.
+const gearbox::KernelDef* pick(const OpSpec& op, const std::vector<gearbox::Tensor>& inputs,
+                               const gearbox::KernelContext& ctx) {
+  const gearbox::KernelQuery q = gearbox::KernelQuery::of(ctx);
   const auto& registry = gearbox::KernelRegistry::global();
   for (const std::string& engine : engines()) {
     for (const gearbox::KernelDef& def : registry.all()) {
@@ -32,6 +36,7 @@ const gearbox::KernelDef* pick(const OpSpec& op, const std::vector<gearbox::Tens
       if (dt != gearbox::DType::Undefined && !def.dtypes.empty() &&
           std::find(def.dtypes.begin(), def.dtypes.end(), dt) == def.dtypes.end())
         continue;
+      if (!gearbox::kernel_accepts(def, q).accepted()) continue;
       return &def;
     }
   }
@@ -42,13 +47,6 @@ const gearbox::KernelDef* pick(const OpSpec& op, const std::vector<gearbox::Tens
 
 std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbox::Tensor>& inputs,
                                       const gearbox::AttributeMap& attrs, size_t num_outputs) {
-  const gearbox::KernelDef* def = pick(op, inputs);
-  if (!def) {
-    std::string dt = inputs.empty() || !inputs[0].defined() ? "none" : std::string(gearbox::dtype_name(inputs[0].dtype()));
-    throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "eager op ", op.op_type, " (opset ",
-                                     op.opset, ") has no kernel for dtype ", dt, " on engines ",
-                                     gearbox::kDefaultEngines));
-  }
   std::vector<gearbox::RuntimeValue> in_values;
   in_values.reserve(inputs.size());
   for (const gearbox::Tensor& t : inputs) in_values.push_back(t.defined() ? gearbox::RuntimeValue(t) : gearbox::RuntimeValue());
@@ -59,6 +57,13 @@ std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbo
   gearbox::OpInfo info{"eager", op.op_type, op.domain, op.opset, &attrs};
   gearbox::KernelContext ctx(info, std::move(in_ptrs), &outs, std::vector<bool>(num_outputs, true));
   ctx.set_engines(&engines());
+  const gearbox::KernelDef* def = pick(op, inputs, ctx);
+  if (!def) {
+    std::string dt = inputs.empty() || !inputs[0].defined() ? "none" : std::string(gearbox::dtype_name(inputs[0].dtype()));
+    throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "eager op ", op.op_type, " (opset ",
+                                     op.opset, ") has no kernel for dtype ", dt, " on engines ",
+                                     gearbox::kDefaultEngines));
+  }
   gearbox::Status st;
   try {
     st = def->fn(ctx);
