@@ -8,6 +8,7 @@
 
 #include "runtime/partitioner.h"
 
+#include "device/device.h"
 #include "graph/pass_test_util.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 
@@ -73,6 +74,7 @@ OptimizerOptions layout_passes(const std::string& engines = "cpu.dnnl,cpu.ref") 
 std::map<std::string, Tensor> feeds() { return {{"x", random_tensor({1, 128, 14, 14}, 7)}}; }
 
 TEST(LayoutBlockedPass, RewritesTheRegionWithConversionsAtItsBoundaries) {
+  if (!device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "nChw16c is rewritten only on AVX-512 CPUs";
   Model m = winograd_chain();
   auto rep = optimize(m, layout_passes());
   ASSERT_TRUE(rep.ok()) << rep.status().to_string();
@@ -109,6 +111,7 @@ TEST(LayoutBlockedPass, RewritesTheRegionWithConversionsAtItsBoundaries) {
 }
 
 TEST(LayoutBlockedPass, SameOutputsOnTheReferenceEngine) {
+  if (!device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "nChw16c is rewritten only on AVX-512 CPUs";
   OptimizerReport rep;
   expect_same_outputs(winograd_chain, feeds(), layout_passes(), 1e-4f, &rep);
   EXPECT_EQ(rep.matches("layout_blocked"), 3);
@@ -117,6 +120,7 @@ TEST(LayoutBlockedPass, SameOutputsOnTheReferenceEngine) {
 // The rewritten graph on cpu.dnnl (blocked oneDNN kernels, Winograd without reorders)
 // against the unrewritten one on cpu.ref.
 TEST(LayoutBlockedPass, SameOutputsOnOneDnn) {
+  if (!device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "nChw16c is rewritten only on AVX-512 CPUs";
   Model m = winograd_chain();
   auto rep = optimize(m, layout_passes());
   ASSERT_TRUE(rep.ok()) << rep.status().to_string();
@@ -130,6 +134,15 @@ TEST(LayoutBlockedPass, SameOutputsOnOneDnn) {
   const int64_t winograd = dnnl_engine::winograd_conv_runs();
   expect_same_outputs_as_unoptimized(winograd_chain, std::move(m), "cpu.dnnl,cpu.ref", feeds(), 1e-4f);
   EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd, dnnl_engine::winograd_available() ? 3 : 0);
+}
+
+// Without AVX-512 the pass leaves the graph alone (oneDNN has no fast nChw16c kernel there).
+TEST(LayoutBlockedPass, OffWithoutAvx512) {
+  if (device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "this CPU has AVX-512";
+  Model m = winograd_chain();
+  auto rep = optimize(m, layout_passes());
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->matches("layout_blocked"), 0);
 }
 
 TEST(LayoutBlockedPass, OffUnlessTheEnginesPreferOneDnnOrWhenDisabled) {
@@ -147,6 +160,7 @@ TEST(LayoutBlockedPass, OffUnlessTheEnginesPreferOneDnnOrWhenDisabled) {
 }
 
 TEST(LayoutBlockedPass, LeavesCheapRegionsAndUnblockableChannelsAlone) {
+  if (!device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "nChw16c is rewritten only on AVX-512 CPUs";
   {  // MobileNetV2-like: 1x1 expand, depthwise 3x3 (stays channels-last), 1x1 project: each
      // 1x1 would need its own conversions, which would cost more than blocking gains
     GraphBuilder b;
@@ -177,6 +191,7 @@ TEST(LayoutBlockedPass, LeavesCheapRegionsAndUnblockableChannelsAlone) {
 // The rewritten graph through the .gbm format (what `gearbox compile` writes), then run on
 // the reference engine.
 TEST(LayoutBlockedPass, SurvivesAGbmRoundTrip) {
+  if (!device::detect_cpu_capabilities().has("avx512f")) GTEST_SKIP() << "nChw16c is rewritten only on AVX-512 CPUs";
   Model m = winograd_chain();
   ASSERT_TRUE(optimize(m, layout_passes()).ok());
   Model loaded;
