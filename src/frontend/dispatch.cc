@@ -20,29 +20,6 @@ const std::vector<std::string>& engines() {
   return list;
 }
 
-// The executor's rule (Executor::pick_kernel): the first engine in priority order whose
-// kernel accepts the dtype of the input that decides it and whose declarations
-// (kernels/kernel_support.h) accept these inputs.
-const gearbox::KernelDef* pick(const OpSpec& op, const std::vector<gearbox::Tensor>& inputs,
-                               const gearbox::KernelContext& ctx) {
-  const gearbox::KernelQuery q = gearbox::KernelQuery::of(ctx);
-  const auto& registry = gearbox::KernelRegistry::global();
-  for (const std::string& engine : engines()) {
-    for (const gearbox::KernelDef& def : registry.all()) {
-      if (def.op_type != op.op_type || def.domain != op.domain || def.engine != engine) continue;
-      if (op.opset < def.since_version || op.opset > def.end_version) continue;
-      size_t di = static_cast<size_t>(def.dtype_input);
-      gearbox::DType dt = di < inputs.size() && inputs[di].defined() ? inputs[di].dtype() : gearbox::DType::Undefined;
-      if (dt != gearbox::DType::Undefined && !def.dtypes.empty() &&
-          std::find(def.dtypes.begin(), def.dtypes.end(), dt) == def.dtypes.end())
-        continue;
-      if (!gearbox::kernel_accepts(def, q).accepted()) continue;
-      return &def;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbox::Tensor>& inputs,
@@ -57,7 +34,8 @@ std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbo
   gearbox::OpInfo info{"eager", op.op_type, op.domain, op.opset, &attrs};
   gearbox::KernelContext ctx(info, std::move(in_ptrs), &outs, std::vector<bool>(num_outputs, true));
   ctx.set_engines(&engines());
-  const gearbox::KernelDef* def = pick(op, inputs, ctx);
+  // The executor's rule: the first engine of the list whose kernel's declarations accept these inputs.
+  const gearbox::KernelDef* def = gearbox::find_kernel_for(ctx, ctx);
   if (!def) {
     std::string dt = inputs.empty() || !inputs[0].defined() ? "none" : std::string(gearbox::dtype_name(inputs[0].dtype()));
     throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "eager op ", op.op_type, " (opset ",

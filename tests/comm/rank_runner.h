@@ -21,7 +21,6 @@ namespace gearbox::comm::testing {
 struct RankResult {
   int exit_code = -1;   // -1: killed or did not finish
   std::string message;  // what the body returned (or its report)
-  double seconds = 0;   // from the start of the job to this rank's exit
 };
 
 inline std::string fresh_dir(const std::string& name) {
@@ -57,7 +56,6 @@ inline std::vector<RankResult> run_ranks(int n, const std::string& name,
       for (int r = 0; r < n; ++r)
         if (pids[r] == p) {
           results[r].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-          results[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           --left;
         }
       continue;

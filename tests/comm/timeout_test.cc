@@ -75,7 +75,6 @@ TEST(CommTimeout, PlantedCrashIsReportedOnEverySurvivorNamingTheDeadRank) {
     EXPECT_NE(results[r].message.find("collective #17 allreduce"), std::string::npos);
     EXPECT_NE(results[r].message.find("rank 2: never joined #17"), std::string::npos);
     EXPECT_NE(results[r].message.find("heartbeat stopped (dead or hung): 2"), std::string::npos);
-    EXPECT_LT(results[r].seconds, kTimeoutMs / 1000.0 + 5 + 2);  // + the job's own setup
   }
 }
 

@@ -28,14 +28,12 @@ inline EngineRun run_on_first_accepting(KernelCall call, const std::vector<std::
   OpInfo info{"test", call.op_type, call.domain, call.opset, &call.attrs};
   KernelContext ctx(info, in_ptrs, &outs, std::vector<bool>(call.num_outputs, true));
   ctx.set_constant_inputs(call.constant_inputs);
-  const KernelQuery q = KernelQuery::of(ctx);
-  for (const std::string& engine : engines)
-    for (const KernelDef& def : KernelRegistry::global().all())
-      if (def.engine == engine && def.op_type == call.op_type && def.domain == call.domain &&
-          call.opset >= def.since_version && call.opset <= def.end_version && kernel_accepts(def, q).accepted()) {
-        call.engine = engine;
-        return {engine, run_kernel(call)};
-      }
+  ctx.set_engines(&engines);
+  // The rule the executor and the fused kernels use (kernels/kernel_support.h).
+  if (const KernelDef* def = find_kernel_for(ctx, ctx)) {
+    call.engine = std::string(def->engine);
+    return {call.engine, run_kernel(call)};
+  }
   return {"", make_error(ErrorCode::OP_UNSUPPORTED, "no engine of the list accepts ", call.op_type)};
 }
 

@@ -7,7 +7,7 @@
 // a sum post-op over a destination pre-filled with C broadcast to (M, N). All layouts are
 // plain row-major (B is read in place). Anything else (1-D operands, other dtypes, shapes
 // that do not match, which the reference reports with its error) is refused by
-// matmul_supports() / gemm_supports(), so the node runs on the next engine of the list. com.gearbox FusedMatMul (bias [N] as a binary_add
+// matmul_family_supports / gemm_family_supports (supports_util.h), so the node runs on the next engine of the list. com.gearbox FusedMatMul (bias [N] as a binary_add
 // post-op) and FusedGemm add the fused activation as eltwise post-ops (dnnl_util.h).
 //
 // MatMul/FusedMatMul with a constant B (an initializer: the weights of a linear layer) whose
@@ -72,22 +72,6 @@ std::string matmul_refusal(const Dims& a, const Dims& b, const Dims* bias) {
   return "";
 }
 
-template <bool kFused>
-Verdict matmul_supports(const KernelQuery& q) {
-  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
-  if (kFused && q.has_input(2)) {
-    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("the bias is not float32");
-  }
-  if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
-  const Dims* a = q.dims(0);
-  const Dims* b = q.dims(1);
-  const Dims* bias = kFused && q.has_input(2) ? q.dims(2) : nullptr;
-  if (!a || !b || (kFused && q.has_input(2) && !bias)) return later();
-  const std::string why = matmul_refusal(*a, *b, bias);
-  return why.empty() ? accept() : refuse(why);
-}
-
 // Gemm/FusedGemm on concrete dims (c: C when beta != 0, else null); "" when handled.
 std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, bool tb) {
   if (a.size() != 2 || b.size() != 2) return "A or B is not 2-D";
@@ -104,24 +88,6 @@ std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, b
   return "";
 }
 
-template <bool kFused>
-Verdict gemm_supports(const KernelQuery& q) {
-  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
-  if (q.dtype(1) != DType::F32) return refuse("B is not float32");
-  const bool with_c = q.has_input(2) && q.attr_float("beta", 1.f) != 0.f;
-  if (with_c) {
-    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("C is not float32");
-  }
-  if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
-  const Dims* a = q.dims(0);
-  const Dims* b = q.dims(1);
-  const Dims* c = with_c ? q.dims(2) : nullptr;
-  if (!a || !b || (with_c && !c)) return later();
-  const std::string why = gemm_refusal(*a, *b, c, q.attr_int("transA", 0) != 0, q.attr_int("transB", 0) != 0);
-  return why.empty() ? accept() : refuse(why);
-}
-
 Status matmul_impl(KernelContext& ctx, bool fused) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -131,7 +97,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
   const auto shapes = matmul_shapes(a.dims(), b.dims());
   const Dims &ad = shapes->a, &bd = shapes->b, &cd = shapes->out;
   const size_t r = cd.size();
-  // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (matmul_supports refuses
+  // FusedMatMul: a bias of shape [N] is a broadcast binary_add post-op (matmul_family_supports refuses
   // other bias shapes), then the activation.
   const Tensor* bias = nullptr;
   dnnl::post_ops po;
@@ -226,13 +192,13 @@ Status gemm(KernelContext& ctx) { return gemm_impl(ctx, false); }
 Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineDnnl, {DType::F32}, matmul});
-GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<false>});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineDnnl, {DType::F32}, gemm});
-GBX_KERNEL_SUPPORT(gemm, {.supports = gemm_supports<false>});
+GBX_KERNEL_SUPPORT(gemm, {.supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
-GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<true>});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedGemm", 1, 1, kEngineDnnl, {DType::F32}, fused_gemm});
-GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_supports<true>});
+GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_family_supports<true, has_dnnl_activation, gemm_refusal>});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

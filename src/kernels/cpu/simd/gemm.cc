@@ -10,8 +10,8 @@
 // Gemm/FusedGemm: float32 2-D A and B, transA/transB read through strides while packing,
 // alpha and beta * C (C broadcast unidirectionally to (M, N)) in the epilogue.
 // Any other configuration (other dtypes, 1-D operands, empty tensors, shapes the reference
-// rejects, an activation this file does not know) is refused by matmul_supports() /
-// gemm_supports(), so the node runs on the next engine of the list.
+// rejects, an activation this file does not know) is refused by matmul_family_supports /
+// gemm_family_supports (supports_util.h), so the node runs on the next engine of the list.
 //
 // B is packed into NR-wide panels: once for a constant B (KernelContext::input_is_constant,
 // an initializer), cached keyed by (data pointer, buffer version, dims, layout) with a shallow
@@ -250,22 +250,6 @@ std::string matmul_refusal(const Dims& a, const Dims& b, const Dims* bias) {
   return "";
 }
 
-template <bool kFused>
-Verdict matmul_supports(const KernelQuery& q) {
-  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
-  if (kFused && q.has_input(2)) {
-    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("the bias is not float32");
-  }
-  if (kFused && !knows_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
-  const Dims* a = q.dims(0);
-  const Dims* b = q.dims(1);
-  const Dims* bias = kFused && q.has_input(2) ? q.dims(2) : nullptr;
-  if (!a || !b || (kFused && q.has_input(2) && !bias)) return later();
-  const std::string why = matmul_refusal(*a, *b, bias);
-  return why.empty() ? accept() : refuse(why);
-}
-
 // Gemm/FusedGemm on concrete dims (c: C when beta != 0, else null); "" when handled.
 std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, bool tb) {
   if (a.size() != 2 || b.size() != 2) return "A or B is not 2-D";
@@ -280,24 +264,6 @@ std::string gemm_refusal(const Dims& a, const Dims& b, const Dims* c, bool ta, b
     if ((cm != m && cm != 1) || (cn != n && cn != 1)) return "C " + to_string(*c) + " does not broadcast to the output";
   }
   return "";
-}
-
-template <bool kFused>
-Verdict gemm_supports(const KernelQuery& q) {
-  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
-  if (q.dtype(1) != DType::F32) return refuse("B is not float32");
-  const bool with_c = q.has_input(2) && q.attr_float("beta", 1.f) != 0.f;
-  if (with_c) {
-    if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("C is not float32");
-  }
-  if (kFused && !knows_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
-  const Dims* a = q.dims(0);
-  const Dims* b = q.dims(1);
-  const Dims* c = with_c ? q.dims(2) : nullptr;
-  if (!a || !b || (with_c && !c)) return later();
-  const std::string why = gemm_refusal(*a, *b, c, q.attr_int("transA", 0) != 0, q.attr_int("transB", 0) != 0);
-  return why.empty() ? accept() : refuse(why);
 }
 
 Status matmul_impl(KernelContext& ctx, bool fused) {
@@ -414,12 +380,12 @@ int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineSimd, {DType::F32}, matmul});
-GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<false>});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineSimd, {DType::F32}, gemm_op});
-GBX_KERNEL_SUPPORT(gemm_op, {.supports = gemm_supports<false>});
+GBX_KERNEL_SUPPORT(gemm_op, {.supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
-GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_supports<true>});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineSimd, {DType::F32}, fused_gemm});
-GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_supports<true>});
+GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_family_supports<true, knows_activation, gemm_refusal>});
 
 }  // namespace gearbox::simd::gemm
