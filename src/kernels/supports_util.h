@@ -41,7 +41,9 @@ inline Status outside_supports(const KernelContext& ctx, std::string_view what) 
 // The predicate the GEMM-family kernels of cpu.dnnl and cpu.simd share, with each engine's
 // activation check (`kActivationOk`, FusedMatMul/FusedGemm only) and its refusal on concrete
 // dims (`kRefusal`: "" when handled); later() while a dim is known only at run time.
-// MatMul/FusedMatMul: A, B and FusedMatMul's bias (input 2, float32).
+// MatMul/FusedMatMul: A, B and FusedMatMul's bias (input 2). The dtypes are the kernels'
+// declared input sets (KernelSupport::inputs): a predicate refusing a dtype that is unknown
+// before run time would send the node to another engine for good.
 template <bool kFused, bool (*kActivationOk)(const KernelQuery&),
           std::string (*kRefusal)(const Dims& a, const Dims& b, const Dims* bias)>
 Verdict matmul_family_supports(const KernelQuery& q) {
@@ -49,7 +51,6 @@ Verdict matmul_family_supports(const KernelQuery& q) {
   const bool with_bias = kFused && q.has_input(2);
   if (with_bias) {
     if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("the bias is not float32");
   }
   if (kFused && !kActivationOk(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
   const Dims* a = q.dims(0);
@@ -60,16 +61,14 @@ Verdict matmul_family_supports(const KernelQuery& q) {
   return why.empty() ? accept() : refuse(why);
 }
 
-// Gemm/FusedGemm: A, B (float32) and C when beta != 0 (float32).
+// Gemm/FusedGemm: A, B and C when beta != 0 (dtypes: the declared input sets, as above).
 template <bool kFused, bool (*kActivationOk)(const KernelQuery&),
           std::string (*kRefusal)(const Dims& a, const Dims& b, const Dims* c, bool trans_a, bool trans_b)>
 Verdict gemm_family_supports(const KernelQuery& q) {
   if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
-  if (q.dtype(1) != DType::F32) return refuse("B is not float32");
   const bool with_c = q.has_input(2) && q.attr_float("beta", 1.f) != 0.f;
   if (with_c) {
     if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("C is not float32");
   }
   if (kFused && !kActivationOk(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
   const Dims* a = q.dims(0);

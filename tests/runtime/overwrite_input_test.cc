@@ -143,10 +143,10 @@ TEST(OverwriteInput, DnnlConvResidualInPlaceMatchesReference) {
 }
 
 // The second run of a plan reuses the conv's node state (primitive + reordered weights) instead
-// of deriving it again. Known regression since the issue-21 merges (capability-based
-// partitioning + options + arena together; arena off does not fix it): the state is not
-// reused; outputs stay right (the test above). Disabled until fixed: issue 21's closing note.
-TEST(OverwriteInput, DISABLED_DnnlConvNodeStateReusedOnTheSecondRun) {
+// of deriving it again. The residual here is computed in the graph and, without shape and
+// type inference, has no static dtype: the kernel must not refuse it for that (it once did,
+// and the node silently ran on cpu.ref's NCHW detour).
+TEST(OverwriteInput, DnnlConvNodeStateReusedOnTheSecondRun) {
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 9, 9, 16}, 5)},
                                             {"r", random_tensor({1, 9, 9, 32}, 6)}};
   auto dnnl = Session::create(conv_with_residual(false), unoptimized_on("cpu.dnnl,cpu.ref"));

@@ -203,12 +203,10 @@ Verdict conv_supports(const KernelQuery& q) {
   if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
   if (q.has_input(2)) {
     if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("B is not float32");
   }
   const bool with_z = kFused && q.has_input(3);
   if (with_z) {
     if (Verdict v = need_tensors(q, {3}); !v.accepted()) return v;
-    if (q.dtype(3) != DType::F32) return refuse("Z is not float32");
   }
   if (kFused && !has_dnnl_activation(q)) return refuse("activation '" + q.attr_string("activation", "") + "'");
   const Dims* x = q.dims(0);
@@ -399,15 +397,15 @@ int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 namespace {
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
-GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_supports<false, Layout::Nchw>});
+GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<false, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
-GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_supports<true, Layout::Nchw>});
+GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<true, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
-GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}},
+GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
                                .layouts = {TensorLayout::Nhwc},
                                .supports = conv_supports<true, Layout::Nhwc>});
 GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32}, nchw16c_conv});
-GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = {{DType::F32}, {DType::F32}},
+GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
                                   .layouts = {TensorLayout::Nchw16c},
                                   .supports = conv_supports<true, Layout::Nchw16c>});
 

@@ -49,7 +49,6 @@ Verdict conv_transpose_supports(const KernelQuery& q) {
   if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
   if (q.has_input(2)) {
     if (Verdict v = need_tensors(q, {2}); !v.accepted()) return v;
-    if (q.dtype(2) != DType::F32) return refuse("B is not float32");
   }
   if ((q.rank(0) >= 0 && q.rank(0) != 4) || (q.rank(1) >= 0 && q.rank(1) != 4)) return refuse("X or W is not 4-D");
   const Dims* x = q.dims(0);
@@ -119,7 +118,7 @@ Status conv_transpose(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "ConvTranspose", 1, 17, kEngineDnnl, {DType::F32}, conv_transpose});
-GBX_KERNEL_SUPPORT(conv_transpose, {.inputs = {{DType::F32}, {DType::F32}}, .supports = conv_transpose_supports});
+GBX_KERNEL_SUPPORT(conv_transpose, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_transpose_supports});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -160,11 +160,8 @@ std::string plan_attention(const Attrs& attrs, const Dims& q, const Dims& k, con
 
 Verdict attention_supports(const KernelQuery& q) {
   if (Verdict v = need_tensors(q, {0, 1, 2, 3, 4, 5, 6, 7}); !v.accepted()) return v;
-  for (size_t i = 0; i < 4; ++i)
-    if (q.dtype(i) != DType::F32) return refuse("input " + std::to_string(i) + " is not float32");
   if (q.has_input(8)) {
     if (Verdict v = need_tensors(q, {8}); !v.accepted()) return v;
-    if (q.dtype(8) != DType::F32) return refuse("the mask is not float32");
   }
   const Tensor* shapes[4] = {q.value(4), q.value(5), q.value(6), q.value(7)};
   for (const Dims* d : {q.dims(0), q.dims(1), q.dims(2), q.dims(3)})
@@ -239,6 +236,8 @@ Status attention(KernelContext& ctx) {
 }  // namespace
 
 GBX_REGISTER_KERNEL({kGearboxDomain, "Attention", 1, 1, kEngineSimd, {DType::F32}, attention});
-GBX_KERNEL_SUPPORT(attention, {.supports = attention_supports});
+// Q, K, V, the bias and the mask are float32 (4-7 are int64 shape tensors).
+GBX_KERNEL_SUPPORT(attention, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}, {}, {}, {}, {}, {DType::F32}},
+                               .supports = attention_supports});
 
 }  // namespace gearbox::simd

@@ -382,10 +382,10 @@ size_t packed_cache_size() { return cache().size(); }
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineSimd, {DType::F32}, matmul});
 GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineSimd, {DType::F32}, gemm_op});
-GBX_KERNEL_SUPPORT(gemm_op, {.supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(gemm_op, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
-GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineSimd, {DType::F32}, fused_gemm});
-GBX_KERNEL_SUPPORT(fused_gemm, {.supports = gemm_family_supports<true, knows_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<true, knows_activation, gemm_refusal>});
 
 }  // namespace gearbox::simd::gemm
