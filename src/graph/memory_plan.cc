@@ -16,21 +16,6 @@ namespace gearbox {
 
 namespace {
 
-// as_executed: the input whose buffer a kernel writes output 0 over when the node reads it for
-// the last time (KernelContext::may_overwrite_input): cpu.dnnl's convolutions in the layouts
-// oneDNN writes as they are stored add the residual Z where it lies (kernels/cpu/dnnl/conv.cc).
-int kernel_in_place_input(const Node& n) {
-  if (n.domain == kGearboxDomain && (n.op_type == "NhwcConv" || n.op_type == "Nchw16cConv")) return 3;
-  return -1;
-}
-
-// as_executed: operators whose kernel returns its input 0's buffer as output 0 (a view).
-bool is_view(const Node& n) {
-  static const std::unordered_set<std::string> kOps = {"Reshape",   "Flatten",  "Squeeze",
-                                                       "Unsqueeze", "Identity", "Dropout"};
-  return n.domain.empty() && kOps.count(n.op_type) > 0;
-}
-
 // The symbolic dims of v that `o` does not bind, for the reason a plan was not made.
 void unbound_symbols(const Value* v, const MemoryPlanOptions& o, std::set<std::string>* out) {
   if (!v || !v->type.shape.ranked) return;
@@ -98,7 +83,7 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
         continue;
       }
       const int end = outputs.count(v) ? n_nodes : (last.count(v) ? std::max(last[v], i) : i);
-      if (options.as_executed && is_view(n) && v == n.outputs[0] && !n.inputs.empty()) {
+      if (options.as_executed && op_descriptor(n.domain, n.op_type).output_views_input0 && v == n.outputs[0] && !n.inputs.empty()) {
         // The view shares its input's buffer (or memory outside the arena: an input, an
         // initializer) for as long as either lives.
         auto it = buffer_of.find(n.inputs[0]);
@@ -118,13 +103,13 @@ MemoryPlan plan_memory(const Graph& g, const MemoryPlanOptions& options) {
       // graph produced (inputs and initializers are not ours to overwrite).
       std::optional<size_t> reuse;
       // Which inputs output `v` may overwrite: as planned for the executor, where a kernel
-      // really writes over an input (kernel_in_place_input); otherwise what the op descriptor
+      // really writes over an input (OpDescriptor::kernel_overwrites_input); otherwise what the op descriptor
       // says an output may overwrite element by element.
       std::vector<size_t> candidates;
       if (options.in_place) {
         if (options.as_executed) {
-          if (v == n.outputs[0] && kernel_in_place_input(n) >= 0)
-            candidates.push_back(static_cast<size_t>(kernel_in_place_input(n)));
+          const int k = op_descriptor(n.domain, n.op_type).kernel_overwrites_input;
+          if (v == n.outputs[0] && k >= 0) candidates.push_back(static_cast<size_t>(k));
         } else {
           const size_t out_index =
               static_cast<size_t>(std::find(n.outputs.begin(), n.outputs.end(), v) - n.outputs.begin());

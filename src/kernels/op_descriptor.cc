@@ -152,6 +152,8 @@ OpDescriptor with(OpDescriptor d, auto&& edit) {
 
 std::vector<OpDescriptor> build_table() {
   const auto omits = [](OpDescriptor& d) { d.may_omit_outputs = true; };
+  const auto view = [](OpDescriptor& d) { d.output_views_input0 = true; };
+  const auto adds_residual_in_place = [](OpDescriptor& d) { d.kernel_overwrites_input = 3; };  // Z
   std::vector<OpDescriptor> t = {
       // element-wise unary
       unary("Abs"), unary("Acos"), unary("Acosh"), unary("Asin"), unary("Asinh"), unary("Atan"), unary("Atanh"),
@@ -182,8 +184,13 @@ std::vector<OpDescriptor> build_table() {
              d.transpose = TransposeRule::Unary;
            }),
       moves("CastLike"),
-      with(moves("Identity"), [](OpDescriptor& d) { d.transpose = TransposeRule::Unary; }),
-      moves("Reshape"), moves("Flatten"), moves("Squeeze"), moves("Unsqueeze"), moves("Transpose"), moves("Concat"),
+      with(moves("Identity"),
+           [](OpDescriptor& d) {
+             d.transpose = TransposeRule::Unary;
+             d.output_views_input0 = true;
+           }),
+      with(moves("Reshape"), view), with(moves("Flatten"), view), with(moves("Squeeze"), view),
+      with(moves("Unsqueeze"), view), moves("Transpose"), moves("Concat"),
       moves("Split"), moves("Slice"), moves("Gather"), moves("GatherElements"), moves("GatherND"), moves("Expand"),
       moves("Tile"), moves("Pad"), moves("Constant"), moves("ConstantOfShape"), moves("Range"), moves("DepthToSpace"),
       moves("SpaceToDepth"), moves("ScatterND"), moves("ScatterElements"), moves("NonZero"), moves("OneHot"),
@@ -203,8 +210,8 @@ std::vector<OpDescriptor> build_table() {
       of("Einsum", OpKind::Contraction), of("Det", OpKind::Other),
       // NhwcConv and Nchw16cConv (the layout passes' FusedConv) keep OIHW weights, and the
       // output's element count does not depend on its layout, so they count like Conv.
-      fused_op("FusedConv", OpKind::Contraction, conv_flops), fused_op("NhwcConv", OpKind::Contraction, conv_flops),
-      fused_op("Nchw16cConv", OpKind::Contraction, conv_flops),
+      fused_op("FusedConv", OpKind::Contraction, conv_flops), with(fused_op("NhwcConv", OpKind::Contraction, conv_flops), adds_residual_in_place),
+      with(fused_op("Nchw16cConv", OpKind::Contraction, conv_flops), adds_residual_in_place),
       fused_op("FusedMatMul", OpKind::Contraction, matmul_flops), fused_op("FusedGemm", OpKind::Contraction, gemm_flops),
       fused_op("Attention", OpKind::Contraction, attention_flops),
       // reductions
@@ -236,7 +243,7 @@ std::vector<OpDescriptor> build_table() {
       // random: never folded into a constant, never deduplicated
       of("RandomNormal", OpKind::Random), of("RandomUniform", OpKind::Random), of("RandomNormalLike", OpKind::Random),
       of("RandomUniformLike", OpKind::Random), of("Multinomial", OpKind::Random), of("Bernoulli", OpKind::Random),
-      of("Dropout", OpKind::Random),
+      with(of("Dropout", OpKind::Random), view),  // in inference: the identity
       // the rest
       of("QuantizeLinear", OpKind::Other), of("DequantizeLinear", OpKind::Other),
       of("DynamicQuantizeLinear", OpKind::Other), of("NonMaxSuppression", OpKind::Other),

@@ -136,6 +136,14 @@ struct OpDescriptor {
   TransposeRule transpose = TransposeRule::None;
   ActivationKind activation = ActivationKind::None;  // when a fusion may absorb it into its producer
   bool may_omit_outputs = false;  // may leave a tensor output empty (Optional, If/Loop branches)
+  // Every engine's kernel returns input 0's buffer as output 0 (Reshape, Squeeze, Identity):
+  // the memory planner gives the output no buffer of its own.
+  bool output_views_input0 = false;
+  // The input whose buffer the kernel writes output 0 over when the node reads it for the last
+  // time (KernelContext::may_overwrite_input), or -1: cpu.dnnl's channels-last and blocked
+  // convolutions add the residual Z where it lies. Unlike in_place (which says what an output
+  // may overwrite), this is what the kernel does, and the planner plans for it as executed.
+  int kernel_overwrites_input = -1;
   CostFn flops = nullptr;
   // The registered gradient, or null (register_gradient).
   GradientBuilder gradient() const;

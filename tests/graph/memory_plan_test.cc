@@ -11,11 +11,13 @@
 namespace gearbox::testing {
 namespace {
 
-// Expects no two values that are live at the same node to share a byte.
+// Expects no two values that are live at the same node to share a byte (unless one reuses the
+// other's buffer: in place or a view).
 void expect_no_live_overlap(const MemoryPlan& p) {
   for (size_t i = 0; i < p.placements.size(); ++i)
     for (size_t j = i + 1; j < p.placements.size(); ++j) {
       const auto &u = p.placements[i], &w = p.placements[j];
+      if (u.in_place_of == w.value || w.in_place_of == u.value) continue;  // one buffer, by design
       const bool live_together = u.first <= w.last && w.first <= u.last;
       const bool bytes_overlap = u.offset < w.offset + w.bytes && w.offset < u.offset + u.bytes;
       EXPECT_FALSE(live_together && bytes_overlap) << u.value->name << " / " << w.value->name;
@@ -110,6 +112,37 @@ TEST(MemoryPlan, ElementwiseRunsInPlace) {
   MemoryPlanOptions no_inplace;
   no_inplace.in_place = false;
   EXPECT_EQ(plan_memory(*m.graph, no_inplace).planned_bytes, 512u);
+}
+
+// As executed (the arena): element-wise ops get buffers of their own (their kernels do not
+// write over inputs), a view shares its input's buffer, and a channels-last fused conv's
+// output takes its residual's buffer (OpDescriptor::output_views_input0 and
+// kernel_overwrites_input say which).
+TEST(MemoryPlan, AsExecutedFollowsViewsAndKernelsThatOverwrite) {
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {1, 4, 4, 8});
+  Value* z = b.op("Relu", {x});
+  Value* y = b.op("Relu", {z});                                   // element-wise: not over z here
+  Value* v = b.op("Reshape", {y, b.constant("shape", ints({1, 128}))});  // a view of y
+  Value* r = b.op("Relu", {x});
+  AttributeMap attrs;
+  attrs["pads"] = attr_ints({1, 1, 1, 1});
+  Node* conv = b.node("NhwcConv", {x, b.constant("w", random_tensor({8, 8, 3, 3}, 1)), b.constant("bias", random_tensor({8}, 2)), r},
+                      1, attrs, "com.gearbox");
+  for (Value* t : {z, y, r, conv->outputs[0]}) typed(t, {1, 4, 4, 8});
+  typed(v, {1, 128});
+  b.output(b.op("Add", {conv->outputs[0], b.op("Reshape", {v, b.constant("back", ints({1, 4, 4, 8}))})}));
+  Model m = b.take();
+  MemoryPlanOptions o;
+  o.as_executed = true;
+  MemoryPlan p = plan_memory(*m.graph, o);
+  std::map<const Value*, const Value*> in_place_of;
+  for (const BufferPlacement& bp : p.placements) in_place_of[bp.value] = bp.in_place_of;
+  ASSERT_TRUE(in_place_of.count(y));
+  EXPECT_EQ(in_place_of[y], nullptr) << "Relu's kernel writes a new buffer";
+  EXPECT_EQ(in_place_of[v], y) << "Reshape returns its input's buffer";
+  EXPECT_EQ(in_place_of[conv->outputs[0]], r) << "the conv adds Z where it lies";
+  expect_no_live_overlap(p);
 }
 
 TEST(MemoryPlan, SymbolicDimsNeedBindings) {
