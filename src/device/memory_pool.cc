@@ -246,22 +246,27 @@ Status MemoryPool::release_block_locked(size_t offset) {
 Result<void*> MemoryPool::allocate_range(size_t bytes) {
   const size_t need = (std::max<size_t>(bytes, 1) + min_block_ - 1) / min_block_ * min_block_;
   std::lock_guard<std::mutex> lock(mu_);
-  // Free blocks in address order; the first run of adjacent ones that is long enough holds the
-  // range. A run may cross from one root into the next: each block of the range stays a block
-  // of its own root, and merges only inside it when the range is freed.
+  // Free blocks in address order. The range starts at a free block from which a run of
+  // adjacent free blocks is long enough; a run may cross from one root into the next (each
+  // block of the range stays a block of its own root, and merges only inside it when the range
+  // is freed). Of those starts, the highest: roots are laid out largest first, so the range
+  // goes into the smaller roots and the later blocks, and leaves the large buddy blocks whole for
+  // the power-of-two allocations that come after it (a plan's arena is taken first, then the
+  // kernels' scratch: a 28 MiB pool = 16 + 8 + 4 MiB roots with a 6.5 MiB arena at offset 0
+  // could no longer give ResNet-50's 10 MiB Winograd scratch its 16 MiB block).
   std::map<size_t, int> by_address;
   for (int k = 0; k < PoolStats::kMaxOrders; ++k)
     for (size_t off : free_[k]) by_address.emplace(off, k);
-  size_t start = 0, length = 0;
+  size_t start = 0;
   bool found = false;
-  for (const auto& [off, k] : by_address) {
-    if (length > 0 && off == start + length) {
-      length += min_block_ << k;
-    } else {
+  size_t run_end = 0;     // the end of the run of adjacent free blocks that holds `off`, walking down
+  size_t above = SIZE_MAX;  // the offset of the free block visited before (the next one up)
+  for (auto it = by_address.rbegin(); it != by_address.rend(); ++it) {
+    const size_t off = it->first, block_end = off + (min_block_ << it->second);
+    if (block_end != above) run_end = block_end;  // not adjacent to the block above: a new run
+    above = off;
+    if (run_end - off >= need) {
       start = off;
-      length = min_block_ << k;
-    }
-    if (length >= need) {
       found = true;
       break;
     }

@@ -82,8 +82,9 @@ class MemoryPool {
   // BufferPool gives back its idle blocks first), then call allocate() for the diagnostic.
   void* try_allocate(size_t bytes, size_t align = 64);
   // One contiguous range of `bytes` (rounded up to min_block), not rounded to a power of two:
-  // the lowest-addressed run of free memory that holds it, taken as the aligned buddy blocks
-  // that tile it (blocks of different sizes, possibly of consecutive roots). For an
+  // it starts at the highest free block from which a run of adjacent free blocks holds it (the
+  // smaller roots and later blocks, leaving large blocks whole for power-of-two allocations),
+  // taken as the aligned buddy blocks that tile it (blocks of different sizes, possibly of consecutive roots). For an
   // arena (runtime/arena.h), which places many tensors inside one range. Freed as one with
   // deallocate()/release() of the returned pointer. POOL_EXHAUSTED / POOL_FRAGMENTED as
   // allocate(); aligned to min_block.

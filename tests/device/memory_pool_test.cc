@@ -276,8 +276,9 @@ TEST(MemoryPool, RangesAreContiguousExactAndMergeBack) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   auto* p = static_cast<uint8_t*>(*r);
   const size_t need = (300 * 1024 + 1 + kMin - 1) / kMin * kMin;
-  // The lowest free run: right after the 1 KiB block.
-  EXPECT_EQ(static_cast<size_t>(p - base), 1024u);
+  // The highest start from which a free run holds it: the 512 KiB block (the range takes the
+  // later, smaller-root end of the free space and leaves the blocks below it whole).
+  EXPECT_EQ(static_cast<size_t>(p - base), 512u << 10);
   PoolStats s = pool->stats();
   EXPECT_EQ(s.used, (256 << 10) + 1024 + need) << "a range is not rounded to a power of two";
   EXPECT_EQ(s.live_allocations, 3u) << "a range is one allocation";
@@ -285,19 +286,21 @@ TEST(MemoryPool, RangesAreContiguousExactAndMergeBack) {
   void* other = pool->allocate(4096).value();
   auto* o = static_cast<uint8_t*>(other);
   EXPECT_TRUE(o + 4096 <= p || o >= p + need) << "a block inside the range was handed out again";
-  // Free now: [308480, 311296) (the range's end to the 4 KiB block, split out of a 16 KiB one)
-  // and [315392, 1310720), which runs on from the 1 MiB root into the 256 KiB one: 998144
-  // bytes in all. One byte-block more than the longer run is fragmentation, the run itself fits.
-  EXPECT_EQ(static_cast<size_t>(o - base), 311296u);
+  EXPECT_EQ(static_cast<size_t>(o - base), 4096u) << "the lowest free 4 KiB block";
+  // Free now: [1024, 4096), [8192, 524288) (516096 bytes) and, once the filler goes, the
+  // range's end 832512 up to 1310720, which runs on from the 1 MiB root into the 256 KiB one
+  // (478208 bytes). One block more than the longest run is fragmentation; the run that crosses
+  // the roots is where a range of its length goes (the highest start that holds it).
   pool->deallocate(filler);
-  EXPECT_EQ(pool->stats().free, 998144u);
-  auto too_long = pool->allocate_range(995328 + kMin);
+  const size_t free_now = capacity - 1024 - need - 4096;
+  EXPECT_EQ(pool->stats().free, free_now);
+  auto too_long = pool->allocate_range(516096 + kMin);
   EXPECT_EQ(too_long.status().code(), ErrorCode::POOL_FRAGMENTED) << too_long.status().to_string();
-  auto across = pool->allocate_range(995328);
+  auto across = pool->allocate_range(478208);
   ASSERT_TRUE(across.ok()) << across.status().to_string();
-  EXPECT_EQ(static_cast<size_t>(static_cast<uint8_t*>(*across) - base), 315392u);
-  std::memset(*across, 0x33, 995328);
-  EXPECT_EQ(pool->stats().free, 998144u - 995328u);
+  EXPECT_EQ(static_cast<size_t>(static_cast<uint8_t*>(*across) - base), 832512u);
+  std::memset(*across, 0x33, 478208);
+  EXPECT_EQ(pool->stats().free, free_now - 478208);
   EXPECT_TRUE(pool->release(*across).ok());
   EXPECT_TRUE(pool->release(p).ok());
   EXPECT_EQ(pool->release(p).code(), ErrorCode::POOL_INVALID_FREE) << "freed twice";
