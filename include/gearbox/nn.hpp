@@ -231,6 +231,26 @@ class ReLU : public Module {
   Tensor forward(const Tensor& x) override { return relu(x); }
 };
 
+// torch.nn.Flatten (start_dim 1).
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_axis = 1) : start_axis_(start_axis) {}
+  Tensor forward(const Tensor& x) override { return flatten(x, start_axis_); }
+
+ private:
+  int64_t start_axis_;
+};
+
+// torch.nn.Dropout: drops with probability p in train(), identity in eval().
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5) : p_(p) {}
+  Tensor forward(const Tensor& x) override { return dropout(x, p_, is_training()); }
+
+ private:
+  double p_;
+};
+
 // Runs its modules in order; they are named "0", "1", ... like torch.nn.Sequential.
 class Sequential : public Module {
  public:

@@ -87,6 +87,10 @@ TEST_F(Gradients, DropoutMaskAndScale) {
   EXPECT_NEAR(kept, 750, 60);  // binomial(1000, 0.75): sd ~ 14
   EXPECT_EQ(dropout(x, 0.25, false).to_double_vector(), x.to_double_vector());
   EXPECT_EQ(flatten(Tensor::zeros({2, 3, 4}), 1).shape(), (std::vector<int64_t>{2, 12}));
+  Dropout drop(0.25);
+  drop.eval();
+  EXPECT_EQ(drop(x).to_double_vector(), x.to_double_vector());
+  EXPECT_EQ(Flatten()(Tensor::zeros({2, 3, 4})).shape(), (std::vector<int64_t>{2, 12}));
 }
 
 TEST_F(Gradients, Losses) {
