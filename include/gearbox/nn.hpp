@@ -164,6 +164,11 @@ Tensor transpose(const Tensor& x, std::vector<int64_t> perm);  // empty perm: re
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // x[start:end] along `axis` (step 1; negative indices count from the end, like Python).
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+// Keeps axes [0, start_axis) and merges the rest into one (torch.flatten(x, start_axis)).
+Tensor flatten(const Tensor& x, int64_t start_axis = 1);
+// Training: zeroes each element with probability p (mask drawn from the manual_seed()
+// generator) and scales the kept ones by 1/(1-p); not training: x itself. p in [0, 1).
+Tensor dropout(const Tensor& x, double p, bool training);
 // Mean cross-entropy of logits [N, C] against int64 class ids [N] (torch's F.cross_entropy).
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 // Mean squared error (torch's F.mse_loss, reduction='mean').
@@ -224,6 +229,26 @@ class Linear : public Module {
 class ReLU : public Module {
  public:
   Tensor forward(const Tensor& x) override { return relu(x); }
+};
+
+// torch.nn.Flatten (start_dim 1).
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_axis = 1) : start_axis_(start_axis) {}
+  Tensor forward(const Tensor& x) override { return flatten(x, start_axis_); }
+
+ private:
+  int64_t start_axis_;
+};
+
+// torch.nn.Dropout: drops with probability p in train(), identity in eval().
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5) : p_(p) {}
+  Tensor forward(const Tensor& x) override { return dropout(x, p_, is_training()); }
+
+ private:
+  double p_;
 };
 
 // Runs its modules in order; they are named "0", "1", ... like torch.nn.Sequential.

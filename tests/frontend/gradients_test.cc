@@ -70,6 +70,29 @@ TEST_F(Gradients, ShapeOps) {
   gradcheck("slice_negative", [](auto& x) { return slice(x[0], -1, -2, 5); }, {leaf({3, 4})});
 }
 
+TEST_F(Gradients, FlattenAndDropout) {
+  gradcheck("flatten", [](auto& x) { return flatten(x[0], 1); }, {leaf({2, 3, 2})});
+  // The same seed before every call gives the same mask, so f is a fixed function of x.
+  gradcheck("dropout", [](auto& x) { manual_seed(7); return dropout(x[0], 0.4, true); }, {leaf({4, 5})});
+}
+
+TEST_F(Gradients, DropoutMaskAndScale) {
+  Tensor x = Tensor::full({1000}, 1.0, DType::Float64);
+  std::vector<double> y = dropout(x, 0.25, true).to_double_vector();
+  int kept = 0;
+  for (double v : y) {
+    ASSERT_TRUE(v == 0.0 || std::abs(v - 1.0 / 0.75) < 1e-15) << v;
+    kept += v != 0.0;
+  }
+  EXPECT_NEAR(kept, 750, 60);  // binomial(1000, 0.75): sd ~ 14
+  EXPECT_EQ(dropout(x, 0.25, false).to_double_vector(), x.to_double_vector());
+  EXPECT_EQ(flatten(Tensor::zeros({2, 3, 4}), 1).shape(), (std::vector<int64_t>{2, 12}));
+  Dropout drop(0.25);
+  drop.eval();
+  EXPECT_EQ(drop(x).to_double_vector(), x.to_double_vector());
+  EXPECT_EQ(Flatten()(Tensor::zeros({2, 3, 4})).shape(), (std::vector<int64_t>{2, 12}));
+}
+
 TEST_F(Gradients, Losses) {
   Tensor targets = Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2});
   gradcheck("cross_entropy", [&](auto& x) { return cross_entropy(x[0], targets); }, {leaf({4, 3}, -2, 2)});

@@ -28,3 +28,14 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
 }
 
 }  // namespace gbx::nn
+
+namespace gbx::nn {
+
+Tensor flatten(const Tensor& x, int64_t start_axis) {
+  start_axis = normalize_axis(start_axis, x.rank(), "flatten");
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start_axis);
+  shape.push_back(-1);
+  return reshape(x, shape);
+}
+
+}  // namespace gbx::nn
