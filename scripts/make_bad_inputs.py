@@ -20,6 +20,7 @@ Layout of OUT_DIR:
   npy/x_bad_header.npy, x_bad_magic.npy, x_short_data.npy   malformed .npy files
   extdata/model.onnx + outside.bin               initializer stored in '../outside.bin'
   extdata_abs/model.onnx                         initializer stored at an absolute path
+  cycle.onnx                                     n1 -> n2 -> n1: a cycle
   init/*.onnx                                    z = x + W with W's data not matching its dims
 """
 import os
@@ -184,6 +185,20 @@ def main():
         w.float_data.extend(values.tolist())
 
     bad_init("float_data_short", float_data_short)
+
+    # ---- a graph cycle (GRAPH_CYCLE): n1 reads b, which n2 computes from n1's output ----------
+    vx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    vz = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
+    cyc = helper.make_model(helper.make_graph(
+        [helper.make_node("Add", ["x", "b"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["b"], name="n2"),
+         helper.make_node("Relu", ["a"], ["z"], name="n3")], "cycle", [vx], [vz]),
+        opset_imports=[helper.make_opsetid("", OPSET)])
+    try:
+        onnx.checker.check_model(cyc)
+        raise AssertionError("the cycle model unexpectedly passes the ONNX checker")
+    except onnx.checker.ValidationError:
+        pass
+    write(os.path.join(out, "cycle.onnx"), cyc.SerializeToString())
 
     # ---- external data that points outside the model's folder ----------------------------
     w = rng.standard_normal((2, 3)).astype(np.float32)

@@ -7,12 +7,14 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include "base/logging.h"
 
@@ -116,6 +118,31 @@ Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims
     return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims), " (", n,
                       " elements) but stores ", stored, " values");
   return Status::OK();
+}
+
+// The ONNX checker refuses a cycle as "not topologically sorted", the same words as for an
+// acyclic graph listed out of order. Kahn's algorithm over the main graph's node inputs tells
+// them apart: the name of the first node that can never run, or "" when every node can.
+std::string first_node_in_cycle(const onnx::GraphProto& g) {
+  std::unordered_set<std::string> available{""};  // "" is an omitted optional input
+  for (const auto& v : g.input()) available.insert(v.name());
+  for (const auto& t : g.initializer()) available.insert(t.name());
+  std::vector<const onnx::NodeProto*> pending;
+  for (const auto& n : g.node()) pending.push_back(&n);
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (size_t i = 0; i < pending.size();) {
+      const auto& n = *pending[i];
+      bool ready = std::all_of(n.input().begin(), n.input().end(),
+                               [&](const std::string& in) { return available.count(in) != 0; });
+      if (!ready) { ++i; continue; }
+      for (const auto& out : n.output()) available.insert(out);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      progress = true;
+    }
+  }
+  if (pending.empty()) return "";
+  return pending.front()->name().empty() ? pending.front()->op_type() : pending.front()->name();
 }
 
 Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& base_dir) {
@@ -443,6 +470,12 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
         std::string rest = what.substr(pos + 21);
         return make_error(ErrorCode::OP_UNSUPPORTED, "operator ", rest.substr(0, rest.find('\n')),
                           " is not a known ONNX operator, and gearbox has no kernel for it");
+      }
+      if (what.find("topologically sorted") != std::string::npos) {
+        std::string stuck = first_node_in_cycle(mp.graph());
+        if (!stuck.empty())
+          return make_error(ErrorCode::GRAPH_CYCLE, "'", path, "': node '", stuck,
+                            "' can never run: its inputs depend on its own outputs (a cycle) or have no producer");
       }
       return make_error(ErrorCode::MODEL_INVALID, "'", path, "': ", what.substr(0, 600));
     }
