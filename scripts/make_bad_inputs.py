@@ -20,6 +20,8 @@ Layout of OUT_DIR:
   npy/x_bad_header.npy, x_bad_magic.npy, x_short_data.npy   malformed .npy files
   extdata/model.onnx + outside.bin               initializer stored in '../outside.bin'
   extdata_abs/model.onnx                         initializer stored at an absolute path
+  cycle.onnx                                     n1 -> n2 -> n1: a cycle
+  init/*.onnx                                    z = x + W with W's data not matching its dims
 """
 import os
 import sys
@@ -148,6 +150,55 @@ def main():
         except Exception:
             continue
         raise AssertionError(f"{f} unexpectedly loads with numpy")
+
+    # ---- initializers whose data does not match their dims (TENSOR_DATA_SIZE) -------------
+    # W of z = x + W is float [2,3] (24 bytes); each variant keeps the dims and changes the data,
+    # or keeps the data and changes the dims. numpy_helper.to_array is the oracle that each is bad.
+    def bad_init(name, mutate):
+        m = add_const_model(rng.standard_normal((2, 3)).astype(np.float32))
+        mutate(m.graph.initializer[0])
+        try:
+            numpy_helper.to_array(m.graph.initializer[0]).reshape(2, 3)
+        except Exception:
+            write(os.path.join(out, "init", name + ".onnx"), m.SerializeToString())
+            return
+        raise AssertionError(f"initializer {name} unexpectedly converts with numpy_helper")
+
+    bad_init("raw_short", lambda w: setattr(w, "raw_data", w.raw_data[:-8]))
+    bad_init("raw_long", lambda w: setattr(w, "raw_data", w.raw_data + b"\0" * 4))
+
+    def huge_dims(w):  # 4 bytes of data for 2^40 x 2^20 floats: not an allocation request
+        w.ClearField("dims")
+        w.dims.extend([1 << 40, 1 << 20])
+
+    bad_init("huge_dims", huge_dims)
+
+    def zero_dim(w):  # a [0,3] tensor that still stores 24 bytes
+        w.ClearField("dims")
+        w.dims.extend([0, 3])
+
+    bad_init("zero_dim", zero_dim)
+
+    def float_data_short(w):
+        values = np.frombuffer(w.raw_data, dtype=np.float32)[:5]
+        w.ClearField("raw_data")
+        w.float_data.extend(values.tolist())
+
+    bad_init("float_data_short", float_data_short)
+
+    # ---- a graph cycle (GRAPH_CYCLE): n1 reads b, which n2 computes from n1's output ----------
+    vx = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    vz = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])
+    cyc = helper.make_model(helper.make_graph(
+        [helper.make_node("Add", ["x", "b"], ["a"], name="n1"), helper.make_node("Relu", ["a"], ["b"], name="n2"),
+         helper.make_node("Relu", ["a"], ["z"], name="n3")], "cycle", [vx], [vz]),
+        opset_imports=[helper.make_opsetid("", OPSET)])
+    try:
+        onnx.checker.check_model(cyc)
+        raise AssertionError("the cycle model unexpectedly passes the ONNX checker")
+    except onnx.checker.ValidationError:
+        pass
+    write(os.path.join(out, "cycle.onnx"), cyc.SerializeToString())
 
     # ---- external data that points outside the model's folder ----------------------------
     w = rng.standard_normal((2, 3)).astype(np.float32)

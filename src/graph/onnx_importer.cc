@@ -7,11 +7,14 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <unordered_set>
 
 #include "base/logging.h"
 
@@ -83,9 +86,63 @@ Result<std::string> read_external(const onnx::TensorProto& tp, const std::string
 template <typename Field>
 Status check_count(const onnx::TensorProto& tp, const Field& f, int64_t n) {
   if (static_cast<int64_t>(f.size()) != n)
-    return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' has ", f.size(), " values for ", n,
+    return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has ", f.size(), " values for ", n,
                       " elements");
   return Status::OK();
+}
+
+// The element count and byte size the dims give must match the data the TensorProto stores
+// inline (raw_data bytes, or the values of its typed fields; ONNX stores each element as one
+// value, 16-bit and 8-bit types in int32_data). External data is checked by read_external.
+Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims) {
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return Status::OK();
+  for (int64_t d : dims)
+    if (d < 0) return Status::OK();  // MODEL_INVALID, reported by convert_tensor
+  const int64_t n = numel(dims);
+  const size_t elem = dtype_size(dt);
+  if (n < 0 || (elem != 0 && static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / elem / 2))
+    return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims),
+                      " whose size overflows; it stores ",
+                      tp.has_raw_data() ? tp.raw_data().size() : 0, " bytes of raw data");
+  if (tp.has_raw_data() && dt != DType::String) {
+    const uint64_t want = static_cast<uint64_t>(n) * elem;
+    if (tp.raw_data().size() != want)
+      return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims), " (", n,
+                        " ", dtype_name(dt), " elements, ", want, " bytes) but ", tp.raw_data().size(),
+                        " bytes of raw data");
+    return Status::OK();
+  }
+  const int64_t stored = tp.float_data_size() + tp.int32_data_size() + tp.int64_data_size() + tp.double_data_size() +
+                         tp.uint64_data_size() + tp.string_data_size();
+  if (stored != n)
+    return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims), " (", n,
+                      " elements) but stores ", stored, " values");
+  return Status::OK();
+}
+
+// The ONNX checker refuses a cycle as "not topologically sorted", the same words as for an
+// acyclic graph listed out of order. Kahn's algorithm over the main graph's node inputs tells
+// them apart: the name of the first node that can never run, or "" when every node can.
+std::string first_node_in_cycle(const onnx::GraphProto& g) {
+  std::unordered_set<std::string> available{""};  // "" is an omitted optional input
+  for (const auto& v : g.input()) available.insert(v.name());
+  for (const auto& t : g.initializer()) available.insert(t.name());
+  std::vector<const onnx::NodeProto*> pending;
+  for (const auto& n : g.node()) pending.push_back(&n);
+  for (bool progress = true; progress && !pending.empty();) {
+    progress = false;
+    for (size_t i = 0; i < pending.size();) {
+      const auto& n = *pending[i];
+      bool ready = std::all_of(n.input().begin(), n.input().end(),
+                               [&](const std::string& in) { return available.count(in) != 0; });
+      if (!ready) { ++i; continue; }
+      for (const auto& out : n.output()) available.insert(out);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      progress = true;
+    }
+  }
+  if (pending.empty()) return "";
+  return pending.front()->name().empty() ? pending.front()->op_type() : pending.front()->name();
 }
 
 Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& base_dir) {
@@ -96,6 +153,9 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   Dims dims(tp.dims().begin(), tp.dims().end());
   for (int64_t d : dims)
     if (d < 0) return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' has a negative dim ", d);
+  // Check the stored data against the dims before allocating: huge dims over a few bytes of data
+  // are a malformed tensor (TENSOR_DATA_SIZE), not a request for that much memory (OUT_OF_MEMORY).
+  GBX_RETURN_IF_ERROR(check_stored_size(tp, dt, dims));
   // Every byte is written below (or the import fails), so skip zero-filling.
   GBX_ASSIGN_OR_RETURN(Tensor t, dt == DType::String ? Tensor::allocate(dt, dims) : Tensor::allocate_uninitialized(dt, dims));
   const int64_t n = t.numel();
@@ -113,7 +173,7 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   }
   if (tp.has_raw_data()) {
     if (tp.raw_data().size() != bytes)
-      return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(), "' ", describe(t), " needs ", bytes,
+      return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' ", describe(t), " needs ", bytes,
                         " bytes of raw data but has ", tp.raw_data().size());
     std::memcpy(dst, tp.raw_data().data(), bytes);
     return t;
@@ -390,6 +450,13 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   };
   progress_begin(options.progress, "check");
   if (options.check_model) {
+    // The ONNX checker reports some data/dims mismatches of initializers ("0-element but
+    // contains data") as a generic failure; check the main graph's initializers first so they
+    // get TENSOR_DATA_SIZE with both sizes (subgraphs' ones are checked when converted).
+    for (const auto& init : mp.graph().initializer())
+      if (dtype_is_known(init.data_type()))
+        GBX_RETURN_IF_ERROR(check_stored_size(init, static_cast<DType>(init.data_type()),
+                                              Dims(init.dims().begin(), init.dims().end())));
     try {
       if (!base_dir.empty() && uses_external_data(mp.graph()))
         onnx::checker::check_model(path);
@@ -403,6 +470,12 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
         std::string rest = what.substr(pos + 21);
         return make_error(ErrorCode::OP_UNSUPPORTED, "operator ", rest.substr(0, rest.find('\n')),
                           " is not a known ONNX operator, and gearbox has no kernel for it");
+      }
+      if (what.find("topologically sorted") != std::string::npos) {
+        std::string stuck = first_node_in_cycle(mp.graph());
+        if (!stuck.empty())
+          return make_error(ErrorCode::GRAPH_CYCLE, "'", path, "': node '", stuck,
+                            "' can never run: its inputs depend on its own outputs (a cycle) or have no producer");
       }
       return make_error(ErrorCode::MODEL_INVALID, "'", path, "': ", what.substr(0, 600));
     }

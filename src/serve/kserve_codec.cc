@@ -50,9 +50,20 @@ bool store(const json& e, T* dst) {
                        std::is_same_v<T, BFloat16>) {
     if (!e.is_number()) return false;
     double v = e.get<double>();
-    if constexpr (std::is_same_v<T, double>) *dst = v;
-    else if constexpr (std::is_same_v<T, float>) *dst = static_cast<float>(v);
-    else *dst = T(static_cast<float>(v));
+    // JSON has no inf/nan, so a non-finite result means the number overflowed the type
+    // (1e39 as FP32, 70000 as FP16, 1e400 as FP64): refuse it rather than store inf.
+    // Values that round to the type's largest finite value (65519 as FP16) are kept, as numpy does.
+    if (!std::isfinite(v)) return false;
+    if constexpr (std::is_same_v<T, double>) {
+      *dst = v;
+    } else if constexpr (std::is_same_v<T, float>) {
+      if (!std::isfinite(static_cast<float>(v))) return false;
+      *dst = static_cast<float>(v);
+    } else {
+      T narrowed(static_cast<float>(v));
+      if (!std::isfinite(static_cast<float>(narrowed))) return false;
+      *dst = narrowed;
+    }
     return true;
   } else {
     // Integers: JSON integers in range, or floats with an integral value (Python clients

@@ -85,7 +85,7 @@ TEST(OnnxImporter, RefusesInitializerWithWrongByteCount) {
   ImportOptions o;
   o.check_model = false;
   auto r = import_onnx_bytes(serialize(m), "", o);
-  EXPECT_EQ(r.status().code(), ErrorCode::MODEL_INVALID) << r.status().to_string();
+  EXPECT_EQ(r.status().code(), ErrorCode::TENSOR_DATA_SIZE) << r.status().to_string();
 }
 
 TEST(OnnxImporter, LoadsExternalDataInsideTheModelFolder) {

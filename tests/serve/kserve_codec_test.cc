@@ -84,6 +84,33 @@ TEST(KServeCodec, JsonRefusals) {
   EXPECT_EQ(parse_error(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]},
                                       {"name":"x","shape":[1],"datatype":"FP32","data":[1]}]})"),
             ErrorCode::SERVE_REQUEST_INVALID);
+  // A number outside a float datatype's finite range is 8003, not a stored inf (docs/serving.md);
+  // the limits are IEEE's (FLT_MAX ~3.4028e38, FP16 max 65504, BF16 max ~3.39e38).
+  for (const char* bad : {R"("FP32","data":[1e39])", R"("FP32","data":[-1e39])", R"("FP16","data":[70000])",
+                          R"("FP16","data":[-65520])", R"("BF16","data":[3.5e38])"}) {
+    EXPECT_EQ(parse_error(std::string(R"({"inputs":[{"name":"x","shape":[1],"datatype":)") + bad + "}]}"),
+              ErrorCode::SERVE_TENSOR_DATA_INVALID)
+        << bad;
+  }
+  // A number beyond even FP64 (1e400) is refused by the JSON parser itself, as a malformed body.
+  EXPECT_EQ(parse_error(R"({"inputs":[{"name":"x","shape":[1],"datatype":"FP64","data":[1e400]}]})"),
+            ErrorCode::SERVE_REQUEST_INVALID);
+  // The largest finite values themselves are accepted and stored exactly (numpy: float16(65504)).
+  {
+    auto ok = parse_infer_request(R"({"inputs":[{"name":"f","shape":[1],"datatype":"FP32","data":[3.4028234663852886e38]},
+                                                {"name":"h","shape":[1],"datatype":"FP16","data":[-65504]}]})",
+                                  std::nullopt);
+    ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+    EXPECT_EQ(ok->inputs.at("f").data<float>()[0], std::numeric_limits<float>::max());
+    EXPECT_EQ(static_cast<float>(ok->inputs.at("h").data<Half>()[0]), -65504.0f);
+  }
+  // Integer datatypes' edges: one past each limit is refused.
+  for (const char* bad : {R"("INT8","data":[-129])", R"("UINT8","data":[256])", R"("INT32","data":[2147483648])",
+                          R"("INT32","data":[-2147483649])", R"("UINT8","data":[255.5])", R"("INT8","data":[1e39])"}) {
+    EXPECT_EQ(parse_error(std::string(R"({"inputs":[{"name":"x","shape":[1],"datatype":)") + bad + "}]}"),
+              ErrorCode::SERVE_TENSOR_DATA_INVALID)
+        << bad;
+  }
   // A shape whose element count overflows is refused before anything is allocated.
   EXPECT_EQ(parse_error(R"({"inputs":[{"name":"x","shape":[4294967296,4294967296,16],"datatype":"FP32","data":[1]}]})"),
             ErrorCode::SERVE_TENSOR_DATA_INVALID);
