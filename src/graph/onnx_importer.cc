@@ -171,10 +171,7 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
     std::memcpy(dst, data.data(), bytes);
     return t;
   }
-  if (tp.has_raw_data()) {
-    if (tp.raw_data().size() != bytes)
-      return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' ", describe(t), " needs ", bytes,
-                        " bytes of raw data but has ", tp.raw_data().size());
+  if (tp.has_raw_data()) {  // its size is `bytes`: check_stored_size above
     std::memcpy(dst, tp.raw_data().data(), bytes);
     return t;
   }

@@ -13,11 +13,13 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (!training || p == 0.0) return x;
   std::bernoulli_distribution keep(1.0 - p);
   const double scale = 1.0 / (1.0 - p);
-  std::vector<double> mask(static_cast<size_t>(x.numel()));
-  for (double& m : mask) m = keep(generator()) ? scale : 0.0;
-  Tensor m = Tensor::from_vector(mask, x.shape());
-  if (x.dtype() == DType::Float32) m = Tensor::from_vector(m.to_float_vector(), x.shape());
-  return mul(x, m);
+  // The mask in x's dtype (float32 or float64), so Mul needs no cast.
+  auto draw = [&](auto zero) {
+    std::vector<decltype(zero)> mask(static_cast<size_t>(x.numel()));
+    for (auto& m : mask) m = keep(generator()) ? static_cast<decltype(zero)>(scale) : zero;
+    return Tensor::from_vector(mask, x.shape());
+  };
+  return mul(x, x.dtype() == DType::Float32 ? draw(0.f) : draw(0.0));
 }
 
 }  // namespace gbx::nn

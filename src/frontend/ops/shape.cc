@@ -27,10 +27,6 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
   return apply1({"Slice"}, {x, int64s({start}), int64s({end}), int64s({axis})});
 }
 
-}  // namespace gbx::nn
-
-namespace gbx::nn {
-
 Tensor flatten(const Tensor& x, int64_t start_axis) {
   start_axis = normalize_axis(start_axis, x.rank(), "flatten");
   std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start_axis);
