@@ -18,6 +18,7 @@
 // DTYPE_UNSUPPORTED naming the op and dtype.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -166,6 +167,14 @@ class KernelContext {
   void set_engines(const std::vector<std::string>* engines) { engines_ = engines; }
   const std::vector<std::string>* engines() const { return engines_; }
   const KernelDef* find_kernel(std::string_view domain, std::string_view op_type, int opset, DType dtype) const;
+  // The engines whose kernels a composite kernel (the fused reference kernels) ran for its
+  // inner ops, other than its own: the executor reports them with the node's engine
+  // ("cpu.ref+cpu.dnnl"), so a profile names every engine whose code ran for a node.
+  void note_inner_engine(std::string_view engine) const {
+    if (std::find(inner_engines_.begin(), inner_engines_.end(), engine) == inner_engines_.end())
+      inner_engines_.push_back(engine);
+  }
+  const std::vector<std::string_view>& inner_engines() const { return inner_engines_; }
 
   // Control flow.
   bool can_run_subgraphs() const { return static_cast<bool>(runner_); }
@@ -190,6 +199,7 @@ class KernelContext {
   const std::vector<bool>* last_reader_ = nullptr;
   const std::vector<std::string>* engines_ = nullptr;
   NodeCache* node_cache_ = nullptr;
+  mutable std::vector<std::string_view> inner_engines_;  // engine names live in the registry
 };
 
 using KernelFn = Status (*)(KernelContext&);

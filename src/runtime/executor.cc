@@ -222,6 +222,9 @@ void Executor::record(const NodePlan& np, const KernelDef& def, const KernelCont
   r.node = np.node->name;
   r.op_type = np.node->qualified_op();
   r.engine = std::string(def.engine);
+  // A composite kernel (a fused reference kernel) names the engines its inner ops ran on too.
+  for (std::string_view e : ctx.inner_engines())
+    if (e != def.engine) (r.engine += '+') += e;
   r.run = frame.rc->run;
   r.depth = frame.depth;
   r.thread = prof.thread_id();

@@ -2,7 +2,8 @@
 // the operators they replace, picked through the session's engine list exactly as the executor
 // picks them for unfused nodes, so a fused graph computes what the unfused one did (same
 // kernels, same order) until fast fused kernels exist. This helper runs one such kernel on
-// given values with given attributes.
+// given values with given attributes, and notes the inner kernel's engine on the parent so the
+// profile reports every engine whose code ran for the fused node (KernelContext::inner_engines).
 #pragma once
 
 #include <algorithm>
@@ -35,6 +36,8 @@ inline Result<std::vector<RuntimeValue>> call(const KernelContext& parent, std::
     return parent.error(ErrorCode::DTYPE_UNSUPPORTED, "no ", op, " kernel for dtype ", dtype_name(dt));
   }
   GBX_RETURN_IF_ERROR(def->fn(ctx));
+  parent.note_inner_engine(def->engine);
+  for (std::string_view e : ctx.inner_engines()) parent.note_inner_engine(e);
   return outs;
 }
 
