@@ -376,6 +376,27 @@ TEST(Partition, ForcedConvRunsOnItsEngineWithTheSameOutputs) {
         << "element " << i;
 }
 
+// A fused reference kernel runs its inner ops on the first engine that accepts them, so a
+// FusedConv forced onto cpu.ref runs its Conv on cpu.dnnl: the profile names both engines, and
+// only cpu.ref when the session has no other engine.
+TEST(Partition, FusedReferenceKernelReportsTheEnginesOfItsInnerOps) {
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor({1, 4, 8, 8}, 7)}};
+  auto fused_conv_engines = [&](const std::string& engines) {
+    SessionOptions o;
+    o.engine = engines;
+    o.optimizer.use_env = false;
+    o.optimizer.disabled_passes = {"layout_nhwc", "layout_blocked"};  // Conv+Relu stays FusedConv
+    o.engine_overrides = {"com.gearbox.FusedConv=cpu.ref"};
+    auto s = Session::create(conv_relu_conv(), o);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return std::set<std::string>{};
+    std::vector<Tensor> out;
+    return engines_that_ran(**s, feeds, &out)["com.gearbox.FusedConv"];
+  };
+  EXPECT_EQ(fused_conv_engines("cpu.dnnl,cpu.ref"), (std::set<std::string>{"cpu.ref+cpu.dnnl"}));
+  EXPECT_EQ(fused_conv_engines("cpu.ref"), (std::set<std::string>{"cpu.ref"}));
+}
+
 // A forced node runs on its engine only: a dtype it lacks is an error at the run, where an
 // unforced node would fall through to the next engine.
 TEST(Partition, ForcedNodeDoesNotFallThrough) {
