@@ -26,6 +26,7 @@ namespace {
 struct BenchOptions {
   std::string model;
   std::vector<std::string> inputs;  // NAME=FILE.npy
+  NpyReadOptions npy;
   std::vector<std::string> shapes;  // NAME:D0,D1,...
   int loop = 10;
   int warmup = 1;
@@ -70,7 +71,7 @@ Result<std::map<std::string, Tensor>> make_feeds(const Session& session, const B
     GBX_ASSIGN_OR_RETURN(auto parsed, parse_shape(spec));
     shapes[parsed.first] = parsed.second;
   }
-  GBX_ASSIGN_OR_RETURN(auto feeds, load_inputs(session, o.inputs, /*random=*/false));
+  GBX_ASSIGN_OR_RETURN(auto feeds, load_inputs(session, o.inputs, /*random=*/false, o.npy));
   std::vector<std::string> names;
   for (const IoInfo& io : session.inputs()) names.push_back(io.name);
   auto known = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
@@ -220,6 +221,8 @@ void add_bench_command(CLI::App& app, std::function<int()>* action) {
   CLI::App* sub = app.add_subcommand("bench", "Measure a model's load time, first run and latency distribution");
   sub->add_option("model", o->model, "The model (.onnx or .gbm)")->required();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable); others get random data");
+  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
+                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
   sub->add_option("--shape", o->shapes, "NAME:D0,D1,... dims of a random input, fixing its symbolic dims (repeatable)");
   add_session_flags(sub, &o->session);
   sub->add_option("--loop", o->loop, "Timed runs (default 10)");

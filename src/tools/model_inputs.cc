@@ -43,14 +43,14 @@ Result<Tensor> random_input(const IoInfo& io) {
 }
 
 Result<std::map<std::string, Tensor>> load_inputs(const Session& session, const std::vector<std::string>& specs,
-                                                  bool random) {
+                                                  bool random, const NpyReadOptions& npy) {
   std::map<std::string, Tensor> feeds;
   for (const std::string& spec : specs) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return make_error(ErrorCode::USAGE, "--input '", spec, "' must be NAME=FILE.npy");
     std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
-    auto t = read_npy(file);
+    auto t = read_npy(file, npy);
     if (!t.ok()) return t.status().with_context("input '" + name + "': ");
     feeds[name] = std::move(t).value();
   }

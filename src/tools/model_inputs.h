@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "runtime/session.h"
 
 namespace gearbox::cli {
@@ -19,8 +20,9 @@ Result<Tensor> random_input(const IoInfo& io);
 
 // Parses "NAME=FILE.npy" specs and reads the files; with `random`, fills the model inputs
 // not given. Missing inputs are left to Session's check (INPUT_MISSING names them).
+// `npy` says what the .npy reader tolerates (--npy-allow-trailing-bytes).
 Result<std::map<std::string, Tensor>> load_inputs(const Session& session, const std::vector<std::string>& specs,
-                                                  bool random);
+                                                  bool random, const NpyReadOptions& npy = {});
 
 // "logits:0" -> "logits_0": an output name as a safe file name.
 std::string sanitize_file_name(const std::string& name);

@@ -31,6 +31,7 @@ namespace {
 struct ProfileOptions {
   std::string model;
   std::vector<std::string> inputs;
+  NpyReadOptions npy;
   bool random_inputs = false;
   int loop = 10;
   int warmup = 1;
@@ -121,7 +122,7 @@ int profile(const ProfileOptions& o) {
   auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
-  auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
+  auto feeds = load_inputs(**session, o.inputs, o.random_inputs, o.npy);
   if (!feeds.ok()) return report(feeds.status());
   std::error_code ec;
   std::filesystem::create_directories(o.output_dir, ec);
@@ -187,6 +188,8 @@ void add_profile_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("model", o->model, "The model (.onnx)")->required();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
   sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
+  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
+                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
   sub->add_option("--loop", o->loop, "Profiled runs (default 10)");
   sub->add_option("--warmup", o->warmup, "Unprofiled runs first (default 1)");
   add_session_flags(sub, &o->session);

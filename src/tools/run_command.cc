@@ -20,6 +20,7 @@ namespace {
 struct RunOptions {
   std::string model;
   std::vector<std::string> inputs;
+  NpyReadOptions npy;
   bool random_inputs = false;
   std::string output_dir;
   int loop = 1;
@@ -49,7 +50,7 @@ int run(const RunOptions& o) {
   auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
-  auto feeds = load_inputs(**session, o.inputs, o.random_inputs);
+  auto feeds = load_inputs(**session, o.inputs, o.random_inputs, o.npy);
   if (!feeds.ok()) return report(feeds.status());
 
   std::vector<Tensor> outputs;
@@ -126,6 +127,8 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("model", o->model, "The model (.onnx)")->required();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
   sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
+  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
+                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
   sub->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy");
   sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");

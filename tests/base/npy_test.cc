@@ -69,9 +69,37 @@ TEST(Npy, RejectsMalformedFiles) {
   std::string complex = good;
   complex.replace(complex.find("<f4"), 3, "<c8");
   EXPECT_EQ(parse_npy(complex).status().code(), ErrorCode::NPY_UNSUPPORTED_DTYPE);
-  std::string fortran = good;
+  // Fortran order matters from two dims on (a 1-d array is stored the same either way).
+  std::string fortran = serialize_npy(Tensor(DType::F32, {2, 2}));
   fortran.replace(fortran.find("False"), 5, "True ");
   EXPECT_EQ(parse_npy(fortran).status().code(), ErrorCode::NPY_UNSUPPORTED_DTYPE);
+  std::string fortran_1d = good;
+  fortran_1d.replace(fortran_1d.find("False"), 5, "True ");
+  EXPECT_TRUE(parse_npy(fortran_1d).ok());
+}
+
+// Bytes after the data are refused unless the reader is told to ignore them (as numpy does).
+TEST(Npy, TrailingBytesOnlyWhenAllowed) {
+  std::string longer = serialize_npy(Tensor::from_vector<float>({1.f, 2.f})) + std::string(4, '\0');
+  auto strict = parse_npy(longer);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), ErrorCode::NPY_INVALID);
+  EXPECT_NE(strict.status().message().find("4 bytes follow"), std::string::npos) << strict.status().message();
+  auto lenient = parse_npy(longer, "<memory>", NpyReadOptions{.allow_trailing_bytes = true});
+  ASSERT_TRUE(lenient.ok()) << lenient.status().to_string();
+  EXPECT_EQ(lenient->dims(), (Dims{2}));
+  EXPECT_EQ(lenient->data<float>()[1], 2.f);
+}
+
+// '>i4' data is swapped on load: the value 0x01020304 stored big-endian reads back as itself.
+TEST(Npy, BigEndianDataIsSwapped) {
+  std::string be = serialize_npy(Tensor::from_vector<int32_t>({0}));
+  be.replace(be.find("<i4"), 3, ">i4");
+  const char bytes[4] = {1, 2, 3, 4};
+  be.replace(be.size() - 4, 4, std::string(bytes, 4));
+  auto t = parse_npy(be);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->data<int32_t>()[0], 0x01020304);
 }
 
 TEST(Npy, MissingAndEmptyFiles) {
