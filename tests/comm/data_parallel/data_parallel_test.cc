@@ -251,15 +251,16 @@ std::pair<RunResult, std::vector<RunResult>> run_both(const RunConfig& cfg, int 
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
 
-// Largest |a - b| / (|b| + 1e-3) over all parameters (the 1e-3 keeps elements that are nearly zero
-// from turning rounding noise into a huge ratio).
+// Largest |a - b| / (|b| + 1e-2) over all parameters: rtol 1e-4 with atol 1e-6, the rule of
+// the frontend's torch parity test (the atol keeps elements near zero from turning rounding noise
+// into a huge ratio).
 double max_param_diff(const RunResult& a, const RunResult& b) {
   double worst = 0;
   for (auto& [name, v] : b.params) {
     auto it = a.params.find(name);
     if (it == a.params.end() || it->second.size() != v.size()) return INFINITY;
     for (size_t i = 0; i < v.size(); ++i)
-      worst = std::max(worst, std::abs(double(it->second[i]) - v[i]) / (std::abs(double(v[i])) + 1e-3));
+      worst = std::max(worst, std::abs(double(it->second[i]) - v[i]) / (std::abs(double(v[i])) + 1e-2));
   }
   return worst;
 }
@@ -313,16 +314,16 @@ INSTANTIATE_TEST_SUITE_P(Digits, DataParallelParity,
                                   std::to_string(i.param.ranks) + "ranks";
                          });
 
-// bf16 gradient compression: half the bytes on the wire, a relative gradient error of the order of
-// bf16's unit roundoff (2^-8), and after 8 epochs the held-out accuracy within the 0.5
-// points of the uncompressed run.
-TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) {
+// 16-bit gradient compression: half the bytes on the wire, a relative gradient error of the order
+// of the format's unit roundoff (bf16 2^-8, fp16 2^-11), and after 8 epochs the held-out accuracy
+// within the 0.5 points of the uncompressed single-process run.
+void check_compression(nn::GradCompression compression, const char* name) {
   RunConfig cfg;
   cfg.opt = Opt::SgdMomentumClip;
   cfg.steps = 200;
-  cfg.compression = nn::GradCompression::BFloat16;
+  cfg.compression = compression;
   cfg.measure_error = true;
-  auto [ref, ranks] = run_both(cfg, 2, "bf16");
+  auto [ref, ranks] = run_both(cfg, 2, name);
   ASSERT_EQ(ranks[0].losses.size(), size_t(cfg.steps));
   // The reference ignores compression: it is the fp32 single-process run.
   const size_t fp32_bytes = (64 * 32 + 32 + 32 * 10 + 10) * sizeof(float);
@@ -332,13 +333,14 @@ TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) {
   EXPECT_LE(std::abs(ranks[0].accuracy - ref.accuracy), 0.5);
   for (size_t r = 1; r < ranks.size(); ++r) EXPECT_EQ(ranks[r].params, ranks[0].params) << "rank " << r;
   std::printf(
-      "[ddp] bf16 compression, 2 ranks, %d steps: held-out accuracy "
-      "%.2f%% vs fp32 single-process %.2f%% "
-      "(diff %.2f points); max relative gradient error %.3g; final "
-      "loss %.6f vs %.6f\n",
-      cfg.steps, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
+      "[ddp] %s compression, 2 ranks, %d steps: held-out accuracy %.2f%% vs fp32 single-process %.2f%% (diff %.2f "
+      "points); max relative gradient error %.3g; final loss %.6f vs %.6f\n",
+      name, cfg.steps, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
       ranks[0].stats.max_compression_error, ranks[0].losses.back(), ref.losses.back());
 }
+
+TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::BFloat16, "bf16"); }
+TEST(DataParallelCompression, Fp16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::Float16, "fp16"); }
 
 // A rank that built another network fails with COMM_INVALID_ARGUMENT (10004) on every rank, naming it.
 TEST(DataParallelErrors, DifferentModelsAreReported) {
@@ -417,6 +419,25 @@ TEST(PostAccumulateGradHook, RunsAfterTheLastUse) {
     ddp.synchronize_gradients();
     const float g = m->w.grad().to_float_vector()[0];
     if (g != 3.0f + 2 * 2.0f) return "gradient " + std::to_string(g) + ", want 7 (x + 2w)";
+    // A second backward before synchronize_gradients() would add to a bucket already on the wire:
+    // an error that says what to do, not a silently lost gradient.
+    nn::sum(ddp(nn::Tensor::from_vector(std::vector<float>{3.0f}))).backward();
+    try {
+      nn::sum(ddp(nn::Tensor::from_vector(std::vector<float>{3.0f}))).backward();
+      return "no error for a second backward before synchronize_gradients()";
+    } catch (const nn::Error& e) {
+      if (e.code() != "INVALID_ARGUMENT" || std::string(e.what()).find("set_overlap(false)") == std::string::npos)
+        return std::string("unexpected error: ") + e.what();
+    }
+    ddp.synchronize_gradients();
+    // With overlap off, two backward passes accumulate and one synchronization averages the sum.
+    m->w.zero_grad();
+    ddp.set_overlap(false);
+    nn::sum(ddp(nn::Tensor::from_vector(std::vector<float>{3.0f}))).backward();
+    nn::sum(ddp(nn::Tensor::from_vector(std::vector<float>{3.0f}))).backward();
+    ddp.synchronize_gradients();
+    const float g2 = m->w.grad().to_float_vector()[0];
+    if (g2 != 14.0f) return "accumulated gradient " + std::to_string(g2) + ", want 14";
     return "";
   });
   EXPECT_EQ(results[0].exit_code, 0) << results[0].message;
