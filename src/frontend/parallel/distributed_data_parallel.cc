@@ -27,7 +27,6 @@ struct DistributedDataParallel::State {
     std::vector<size_t> params;  // indices into State::params
     int64_t numel = 0;
     size_t ready = 0;
-    bool launched = false;
     gearbox::Tensor flat;   // the gradients on the wire (fp32 or 16-bit)
     gearbox::Tensor exact;  // fp32 twin when measuring the compression error
     gc::WorkPtr work, exact_work;
@@ -83,7 +82,6 @@ struct DistributedDataParallel::State {
     }
     b.work = comm->allreduce_async(b.flat, gc::ReduceOp::Sum);
     if (measure) b.exact_work = comm->allreduce_async(b.exact, gc::ReduceOp::Sum);
-    b.launched = true;
   }
 
   // Starts the buckets that are full, in order, stopping at the first that is not.
@@ -295,7 +293,6 @@ void DistributedDataParallel::synchronize_gradients() {
     b.exact_work.reset();
     b.exact = gearbox::Tensor();
     b.ready = 0;
-    b.launched = false;
   }
   s.next_launch = 0;
   std::fill(s.ready.begin(), s.ready.end(), false);
