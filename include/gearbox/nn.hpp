@@ -315,6 +315,12 @@ class Adam : public Optimizer {
   std::vector<std::vector<float>> exp_avg_, exp_avg_sq_;
 };
 
+// torch.nn.utils.clip_grad_norm_: scales every grad() by max_norm / (norm + 1e-6) when the 2-norm
+// of all of them together exceeds max_norm; returns that norm. Under DistributedDataParallel
+// call it after synchronize_gradients(): every rank then holds the averaged gradients, so the
+// norm is the global one (the same on every rank).
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
 // Adam with decoupled weight decay (torch.optim.AdamW; its default weight_decay is 1e-2).
 class AdamW : public Adam {
  public:

@@ -3,7 +3,11 @@
 // declares it.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "base/tensor.h"
 #include "gearbox/nn.hpp"
@@ -18,6 +22,9 @@ struct TensorImpl {
   gearbox::Tensor grad;               // accumulated by backward() on leaves; undefined before
   std::shared_ptr<TapeNode> grad_fn;  // the op that produced this tensor; null on leaves
   size_t output_index = 0;            // which output of grad_fn this is
+  // On leaves: run by backward() once the pass has added every gradient it has for this leaf
+  // (torch's post-accumulate-grad hooks); data-parallel training starts its allreduce there.
+  std::vector<std::pair<uint64_t, std::function<void()>>> post_accumulate_grad_hooks;
 };
 
 // Wraps a kernel-layer tensor (no history).

@@ -1,6 +1,8 @@
 // Recording eager ops on the tape (see tape.h) and walking it backwards (Tensor::backward).
 #include "frontend/autodiff/tape.h"
 
+#include <algorithm>
+#include <atomic>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,7 +71,37 @@ std::vector<TapeNode*> reverse_topological(TapeNode* root) {
 
 Tensor accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? add(sum, g) : g; }
 
+void run_post_accumulate_grad_hooks(TensorImpl& leaf) {
+  // A copy: a hook may remove hooks.
+  auto hooks = leaf.post_accumulate_grad_hooks;
+  for (auto& [id, hook] : hooks) hook();
+}
+
+// Hooked leaves of one backward pass: uses left among the nodes still to walk, and whether a
+// gradient reached the leaf, so each hook runs once, after the leaf's last contribution.
+struct HookedLeaf {
+  int uses_left = 0;
+  bool reached = false;
+};
+
 }  // namespace
+
+uint64_t add_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook) {
+  static std::atomic<uint64_t> next_id{1};
+  const gearbox::Tensor& v = value_of(leaf, "add_post_accumulate_grad_hook");
+  if (!leaf.is_leaf())
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "add_post_accumulate_grad_hook on ",
+                                     gearbox::describe(v), ", which an op produced: hooks go on leaves"));
+  uint64_t id = next_id++;
+  leaf.impl()->post_accumulate_grad_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void remove_post_accumulate_grad_hook(const Tensor& leaf, uint64_t id) {
+  if (!leaf.defined()) return;
+  auto& hooks = leaf.impl()->post_accumulate_grad_hooks;
+  std::erase_if(hooks, [id](const auto& h) { return h.first == id; });
+}
 
 void Tensor::backward(const Tensor& grad_output) const {
   const gearbox::Tensor& v = value_of(*this, "backward() on an undefined tensor");
@@ -90,6 +122,7 @@ void Tensor::backward(const Tensor& grad_output) const {
   NoGradGuard no_grad;  // the backward ops themselves are not recorded
   if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
     impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;
+    if (!impl_->post_accumulate_grad_hooks.empty()) run_post_accumulate_grad_hooks(*impl_);
     return;
   }
   // Gradients of each node's outputs, summed over their consumers.
@@ -97,9 +130,29 @@ void Tensor::backward(const Tensor& grad_output) const {
   TapeNode* root = impl_->grad_fn.get();
   grads[root].resize(root->outputs.size());
   grads[root][impl_->output_index] = seed;
-  for (TapeNode* node : reverse_topological(root)) {
+  const std::vector<TapeNode*> order = reverse_topological(root);
+  std::unordered_map<TensorImpl*, HookedLeaf> hooked;
+  for (TapeNode* node : order)
+    for (const Tensor& in : node->inputs)
+      if (in.defined() && !in.impl()->grad_fn && !in.impl()->post_accumulate_grad_hooks.empty())
+        ++hooked[in.impl().get()].uses_left;
+  // After a node's gradients went out (or it had none): a hooked leaf whose last use that was
+  // has its final gradient of this pass.
+  auto node_done = [&hooked](TapeNode* node) {
+    if (hooked.empty()) return;
+    for (const Tensor& in : node->inputs) {
+      if (!in.defined()) continue;
+      auto h = hooked.find(in.impl().get());
+      if (h == hooked.end() || --h->second.uses_left > 0) continue;
+      if (h->second.reached) run_post_accumulate_grad_hooks(*in.impl());
+    }
+  };
+  for (TapeNode* node : order) {
     auto it = grads.find(node);
-    if (it == grads.end()) continue;
+    if (it == grads.end()) {
+      node_done(node);
+      continue;
+    }
     std::vector<Tensor> out_grads = std::move(it->second);
     grads.erase(it);
     const GradientBuilder* builder = GradientRegistry::global().find(node->op.domain, node->op.op_type);
@@ -121,8 +174,10 @@ void Tensor::backward(const Tensor& grad_output) const {
         Tensor sum = accumulate(in.impl()->grad.defined() ? wrap(in.impl()->grad) : Tensor(), in_grads[i]);
         // A private buffer: the builder's result may share storage with a forward tensor.
         in.impl()->grad = sum.impl()->value.owns_buffer_alone() ? sum.impl()->value : sum.impl()->value.clone();
+        if (auto h = hooked.find(in.impl().get()); h != hooked.end()) h->second.reached = true;
       }
     }
+    node_done(node);
   }
 }
 

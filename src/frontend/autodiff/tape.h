@@ -4,6 +4,8 @@
 // (TensorImpl::grad_fn), and backward() walks them in reverse topological order.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,5 +28,10 @@ std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, g
 inline Tensor apply1(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs = {}) {
   return apply(op, inputs, std::move(attrs), 1)[0];
 }
+
+// Registers `hook` on a leaf: backward() calls it after the last gradient of that pass reached
+// the leaf's grad() (not at all when the pass sends the leaf none). Returns an id for removal.
+uint64_t add_post_accumulate_grad_hook(const Tensor& leaf, std::function<void()> hook);
+void remove_post_accumulate_grad_hook(const Tensor& leaf, uint64_t id);
 
 }  // namespace gbx::nn

@@ -1,0 +1,156 @@
+// Data-parallel training for gearbox's framework layer (nn.hpp) on the comm layer's Communicator
+// (Gloo or MPI; docs/distributed.md): a process group from the launcher's environment, the
+// DistributedDataParallel module wrapper and the DistributedSampler.
+//
+//   auto pg = nn::ProcessGroup::from_environment();   // gearbox launch -n 2 -- ./train
+//   auto ddp = std::make_shared<nn::DistributedDataParallel>(net, pg);  // rank 0's weights
+//   nn::SGD opt(ddp->parameters(), {.lr = 0.1, .momentum = 0.9});
+//   nn::DistributedSampler sampler(n_train, pg->size(), pg->rank(), {.seed = 0});
+//   ... each rank: its B/N rows of the global batch
+//   nn::Tensor loss = nn::cross_entropy((*ddp)(x), y);
+//   opt.zero_grad();
+//   loss.backward();              // gradient buckets start their allreduce as they fill
+//   ddp->synchronize_gradients(); // waits, averages (every rank: the global batch's gradient)
+//   opt.step();
+//
+// Like every collective user, all ranks must run the same steps in the same order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gearbox/nn.hpp"
+
+namespace gearbox::comm {
+class Communicator;
+}
+
+namespace gbx::nn {
+
+// The ranks of a job and the communicator between them.
+class ProcessGroup {
+ public:
+  // The job's world group as `gearbox launch`, torchrun-style variables or mpirun set it up
+  // (comm::join_job: GEARBOX_RANK/WORLD_SIZE, GEARBOX_STORE or MASTER_ADDR:PORT, backend).
+  static std::shared_ptr<ProcessGroup> from_environment();
+  // Over a communicator the caller keeps alive (tests, sub-groups).
+  explicit ProcessGroup(gearbox::comm::Communicator& comm);
+
+  int rank() const;
+  int size() const;
+  gearbox::comm::Communicator& communicator() const { return *comm_; }
+  // Mean / sum of one number over the ranks (e.g. the global batch's loss from each rank's mean
+  // over its equal shard). Collectives: every rank calls them.
+  double average(double v) const;
+  double sum(double v) const;
+  void barrier() const;
+
+ private:
+  std::shared_ptr<void> job_;  // the comm::Job from_environment() joined (keeps it alive)
+  gearbox::comm::Communicator* comm_ = nullptr;
+};
+
+// Gradient compression: gradients travel (and are summed) as 16-bit floats, half of fp32's bytes;
+// each reduction step rounds to the 16-bit type once, the result is averaged in fp32.
+enum class GradCompression { None, BFloat16, Float16 };
+
+struct DDPOptions {
+  // Gradients are packed into buckets of at most this many fp32 bytes (a parameter bigger than that
+  // gets a bucket of its own); torch's default bucket_cap_mb is 25.
+  size_t bucket_bytes = size_t{25} << 20;
+  GradCompression compression = GradCompression::None;
+  // Start each bucket's allreduce from backward() as soon as its gradients are final (else all of
+  // them in synchronize_gradients()).
+  bool overlap = true;
+  // Broadcast the module's buffers (running statistics) from rank 0 before every forward.
+  bool broadcast_buffers = true;
+  // Also allreduce the fp32 gradients and record how far the compressed average is from it
+  // (stats().compression_error): a diagnostic that costs a full-precision allreduce per step.
+  bool measure_compression_error = false;
+};
+
+struct DDPStats {
+  size_t buckets = 0;                         // gradient buckets per step
+  size_t bucket_bytes_on_wire = 0;            // bytes one step allreduces (after compression)
+  uint64_t steps = 0;                         // synchronize_gradients() calls
+  uint64_t buckets_launched_in_backward = 0;  // of all steps' buckets, those backward started
+  double compression_error = 0;               // last step: ||avg16 - avg32|| / ||avg32|| (measure_compression_error)
+  double max_compression_error = 0;           // the largest of those over the steps
+};
+
+// Wraps a module for data-parallel training: at construction every rank gets rank 0's parameters
+// and buffers (and checks that all ranks built the same model: COMM_INVALID_ARGUMENT otherwise);
+// after backward(), synchronize_gradients() leaves every rank with the average of the ranks'
+// gradients, so a local optimizer step keeps the replicas identical. Parameter names get torch's
+// "module." prefix.
+class DistributedDataParallel : public Module {
+ public:
+  DistributedDataParallel(std::shared_ptr<Module> module, std::shared_ptr<ProcessGroup> group, DDPOptions options = {});
+  ~DistributedDataParallel() override;
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  Tensor forward(const Tensor& x) override;
+  Module& module() { return *module_; }
+  ProcessGroup& group() { return *group_; }
+
+  // Finishes the step's gradient averaging: starts the buckets backward did not start (parameters
+  // no gradient reached count as zeros), waits for all, writes the averages into grad(). Call it
+  // after backward() and before clipping or the optimizer step. Throws the Communicator's error
+  // (COMM_TIMEOUT, COMM_RANK_FAILED ...) when a collective fails.
+  void synchronize_gradients();
+  // Off: backward() starts nothing and gradients accumulate locally (several backward passes per
+  // step); call synchronize_gradients() after the last one as usual.
+  void set_overlap(bool on) { overlap_enabled_ = on; }
+
+  const DDPStats& stats() const;
+  // The parameters of each bucket, in launch order (torch's rule: reverse registration order).
+  std::vector<std::vector<std::string>> bucket_parameter_names() const;
+
+  struct State;  // src/frontend/parallel/distributed_data_parallel.cc
+
+ private:
+  std::shared_ptr<Module> module_;
+  std::shared_ptr<ProcessGroup> group_;
+  std::shared_ptr<State> state_;
+  bool overlap_enabled_ = true;
+};
+
+struct SamplerOptions {
+  bool shuffle = true;
+  uint64_t seed = 0;  // the same on every rank; the permutation of epoch e uses seed + e
+  // true: drop the tail that does not divide evenly; false: pad with the first indices again
+  // (torch.utils.data.DistributedSampler's two modes).
+  bool drop_last = false;
+};
+
+// torch.utils.data.DistributedSampler's contract on indices 0..dataset_size-1: every rank draws the
+// same permutation (seeded; not torch's generator), pads or drops it to a multiple of num_replicas,
+// and takes every num_replicas-th index from its rank on; so the ranks' shards do not overlap
+// (except padded repeats) and rank r's k-th batch of b rows together with the other ranks' k-th
+// batches is exactly rows [k*b*N, (k+1)*b*N) of the permutation: the same global batch a single
+// process with num_replicas = 1 draws.
+class DistributedSampler {
+ public:
+  DistributedSampler(int64_t dataset_size, int num_replicas, int rank, SamplerOptions options = {});
+  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  // This rank's indices for the current epoch (num_samples() of them).
+  std::vector<int64_t> indices() const;
+  int64_t num_samples() const { return num_samples_; }
+  int64_t total_size() const { return num_samples_ * num_replicas_; }
+
+ private:
+  int64_t dataset_size_;
+  int num_replicas_, rank_;
+  SamplerOptions opt_;
+  uint64_t epoch_ = 0;
+  int64_t num_samples_;
+};
+
+// Rows `indices` of x (along axis 0), as a new tensor: a sampler's batch of a data set.
+Tensor index_rows(const Tensor& x, const std::vector<int64_t>& indices);
+
+}  // namespace gbx::nn
