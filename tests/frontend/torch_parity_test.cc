@@ -66,6 +66,27 @@ const std::map<std::string, OpFn>& ops() {
       {"cross_entropy",
        [](auto& x) { return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2})); }},
       {"mse_loss", [](auto& x) { return mse_loss(x[0], x[1]); }},
+      {"conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }},
+      {"conv2d_stride_pad_dilation", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); }},
+      {"conv2d_groups", [](auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2); }},
+      {"max_pool2d", [](auto& x) { return max_pool2d(x[0], {2}); }},
+      {"max_pool2d_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }},
+      {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }},
+      {"avg_pool2d_pad", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}); }},
+      {"avg_pool2d_pad_exclude", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}, false); }},
+      {"adaptive_avg_pool2d_global", [](auto& x) { return adaptive_avg_pool2d(x[0], {1}); }},
+      {"adaptive_avg_pool2d_even", [](auto& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }},
+      {"adaptive_avg_pool2d_uneven", [](auto& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }},
+      {"batch_norm_train", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
+      {"batch_norm_eval",
+       [](auto& x) {
+         return batch_norm(x[0], Tensor::from_vector(std::vector<double>{-0.5, 0.0, 0.5}),
+                           Tensor::from_vector(std::vector<double>{0.5, 1.0, 1.5}), x[1], x[2], false);
+       }},
+      {"layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
+      {"layer_norm_2d", [](auto& x) { return layer_norm(x[0], {3, 4}, x[1], x[2]); }},
+      {"embedding",
+       [](auto& x) { return embedding(Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2}), x[0]); }},
   };
   return m;
 }

@@ -13,6 +13,10 @@ import torch
 import torch.nn.functional as F
 from sklearn.datasets import load_digits
 
+# Fixed running statistics for batch_norm_eval (the C++ side builds the same values).
+BN_MEAN = torch.tensor([-0.5, 0.0, 0.5], dtype=torch.float64)
+BN_VAR = torch.tensor([0.5, 1.0, 1.5], dtype=torch.float64)
+
 # name -> (function, input shapes, which inputs take gradients, input value range)
 OPS = {
     "add_broadcast": (lambda a, b: a + b, [(2, 3, 4), (3, 1)], None),
@@ -39,6 +43,28 @@ OPS = {
     "slice": (lambda a: a[:, 1:3], [(2, 4, 3)], None),
     "cross_entropy": (lambda a: F.cross_entropy(a, torch.tensor([2, 0, 1, 2])), [(4, 3)], None),
     "mse_loss": (F.mse_loss, [(3, 2), (3, 2)], None),
+    # CNN ops (odd sizes, so strided windows leave rows out and the gradients must put them back).
+    "conv2d": (F.conv2d, [(2, 3, 6, 5), (4, 3, 3, 3), (4,)], None),
+    "conv2d_stride_pad_dilation": (lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=2),
+                                   [(2, 2, 7, 8), (3, 2, 3, 2), (3,)], None),
+    "conv2d_groups": (lambda x, w: F.conv2d(x, w, None, stride=(2, 1), padding=(1, 0), groups=2),
+                      [(2, 4, 5, 5), (6, 2, 3, 3)], None),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2), [(2, 3, 6, 6)], None),
+    "max_pool2d_pad": (lambda x: F.max_pool2d(x, 3, stride=2, padding=1), [(2, 2, 7, 6)], None),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, 2), [(2, 3, 6, 6)], None),
+    "avg_pool2d_pad": (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1), [(2, 2, 7, 6)], None),
+    "avg_pool2d_pad_exclude": (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+                               [(2, 2, 7, 6)], None),
+    "adaptive_avg_pool2d_global": (lambda x: F.adaptive_avg_pool2d(x, 1), [(2, 3, 5, 4)], None),
+    "adaptive_avg_pool2d_even": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), [(2, 3, 4, 6)], None),
+    "adaptive_avg_pool2d_uneven": (lambda x: F.adaptive_avg_pool2d(x, (3, 2)), [(2, 3, 7, 5)], None),
+    "batch_norm_train": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+                         [(4, 3, 3, 2), (3,), (3,)], None),
+    "batch_norm_eval": (lambda x, w, b: F.batch_norm(x, BN_MEAN, BN_VAR, w, b, training=False),
+                        [(4, 3, 3, 2), (3,), (3,)], None),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (4,), w, b), [(3, 2, 4), (4,), (4,)], None),
+    "layer_norm_2d": (lambda x, w, b: F.layer_norm(x, (3, 4), w, b), [(2, 3, 4), (3, 4), (3, 4)], None),
+    "embedding": (lambda w: F.embedding(torch.tensor([[1, 3], [0, 3], [4, 1]]), w), [(5, 3)], None),
 }
 
 
