@@ -139,6 +139,8 @@ TEST(NnModule, BatchNorm2dRunningStatistics) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), "INVALID_ARGUMENT") << e.what();
   }
+  EXPECT_EQ(bn.num_batches_tracked(), 1);  // the rejected batch did not count
+  EXPECT_EQ(bn.running_mean().to_float_vector(), rm);
 }
 
 TEST(NnModule, LayerNormPoolsEmbedding) {

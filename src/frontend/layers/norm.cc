@@ -22,8 +22,10 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   if (!x.defined() || x.rank() != 4)
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "BatchNorm2d: input ", x.describe(),
                                      " must be 4-D [N, C, H, W]"));
+  Tensor y = batch_norm(x, running_mean_, running_var_, weight_, bias_, is_training(), momentum_, eps_);
+  // Counted after the op succeeded, so a rejected batch leaves the buffers as they were.
   if (is_training()) ++*static_cast<int64_t*>(num_batches_tracked_.mutable_data());
-  return batch_norm(x, running_mean_, running_var_, weight_, bias_, is_training(), momentum_, eps_);
+  return y;
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps) : shape_(std::move(normalized_shape)), eps_(eps) {
