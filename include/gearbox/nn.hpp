@@ -174,6 +174,34 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 // Mean squared error (torch's F.mse_loss, reduction='mean').
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 
+// ---- CNN ops (each with a gradient) ----------------------------------------------------
+// (height, width) arguments take one value (both axes) or two.
+// torch's F.conv2d: x [N, C_in, H, W], weight [C_out, C_in/groups, kH, kW], bias [C_out] or
+// undefined; symmetric zero padding.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), std::vector<int64_t> stride = {1},
+              std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+// torch's F.max_pool2d / F.avg_pool2d (ceil_mode false); empty stride: the kernel size.
+// padding at most half the kernel.
+Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                  std::vector<int64_t> padding = {0});
+Tensor avg_pool2d(const Tensor& x, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                  std::vector<int64_t> padding = {0}, bool count_include_pad = true);
+// torch's F.adaptive_avg_pool2d: output [N, C, out_h, out_w] ({1} is global average pooling).
+Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size);
+// torch's F.batch_norm over x [N, C, ...]: with `training` (or without running statistics)
+// normalizes with the batch's mean and population variance and, in training, updates the
+// running buffers in place (running = (1 - momentum) running + momentum batch, the variance
+// unbiased, as torch does); otherwise normalizes with the running statistics. weight/bias
+// [C] may be undefined (1 and 0).
+Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
+// torch's F.layer_norm over the trailing `normalized_shape` dims; weight/bias of that shape or
+// undefined.
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// torch's F.embedding: rows of weight [num_embeddings, dim] for int64 ids of any shape.
+Tensor embedding(const Tensor& indices, const Tensor& weight);
+
 // ---- modules --------------------------------------------------------------------------
 // A network piece with named parameters (trainable tensors), buffers (state that is not
 // trained) and submodules; names nest with '.' like torch's ("0.weight").
@@ -224,6 +252,97 @@ class Linear : public Module {
 
  private:
   Tensor weight_, bias_;  // the same tensors as the registered parameters
+};
+
+// torch.nn.Conv2d: weight [out, in/groups, kH, kW] and bias [out], both initialized like
+// torch (Kaiming-uniform a = sqrt(5): U(±1/sqrt(fan_in)), fan_in = in/groups * kH * kW).
+struct Conv2dOptions {
+  std::vector<int64_t> stride{1};
+  std::vector<int64_t> padding{0};
+  std::vector<int64_t> dilation{1};
+  int64_t groups = 1;
+  bool bias = true;
+};
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size, Conv2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+
+ private:
+  Conv2dOptions opt_;
+  Tensor weight_, bias_;
+};
+
+// torch.nn.BatchNorm2d: weight 1, bias 0 (parameters), buffers running_mean 0, running_var 1
+// and num_batches_tracked (int64, counted in train()); batch statistics in train(), running
+// ones in eval().
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  Tensor forward(const Tensor& x) override;
+  const Tensor& running_mean() const { return running_mean_; }
+  const Tensor& running_var() const { return running_var_; }
+  int64_t num_batches_tracked() const;
+
+ private:
+  double eps_, momentum_;
+  Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+};
+
+// torch.nn.LayerNorm over the trailing `normalized_shape` dims: weight 1, bias 0.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5);
+  Tensor forward(const Tensor& x) override { return layer_norm(x, shape_, weight_, bias_, eps_); }
+
+ private:
+  std::vector<int64_t> shape_;
+  double eps_;
+  Tensor weight_, bias_;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0})
+      : k_(std::move(kernel_size)), s_(std::move(stride)), p_(std::move(padding)) {}
+  Tensor forward(const Tensor& x) override { return max_pool2d(x, k_, s_, p_); }
+
+ private:
+  std::vector<int64_t> k_, s_, p_;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
+                     bool count_include_pad = true)
+      : k_(std::move(kernel_size)), s_(std::move(stride)), p_(std::move(padding)), include_pad_(count_include_pad) {}
+  Tensor forward(const Tensor& x) override { return avg_pool2d(x, k_, s_, p_, include_pad_); }
+
+ private:
+  std::vector<int64_t> k_, s_, p_;
+  bool include_pad_;
+};
+
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(std::vector<int64_t> output_size) : out_(std::move(output_size)) {}
+  Tensor forward(const Tensor& x) override { return adaptive_avg_pool2d(x, out_); }
+
+ private:
+  std::vector<int64_t> out_;
+};
+
+// torch.nn.Embedding: weight [num_embeddings, dim] ~ N(0, 1); forward takes int64 ids.
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  Tensor forward(const Tensor& ids) override { return embedding(ids, weight_); }
+  const Tensor& weight() const { return weight_; }
+
+ private:
+  Tensor weight_;
 };
 
 class ReLU : public Module {

@@ -109,6 +109,48 @@ TEST_F(Gradients, Composite) {
             {leaf({4, 3}), leaf({5, 3}), leaf({5})});
 }
 
+TEST_F(Gradients, Conv2d) {
+  gradcheck("conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }, {leaf({2, 3, 5, 4}), leaf({4, 3, 3, 2}), leaf({4})});
+  // Stride 2 on odd sizes (rows the forward never reads), padding, dilation.
+  gradcheck("conv2d_strided", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); },
+            {leaf({2, 2, 7, 8}), leaf({3, 2, 3, 2}), leaf({3})});
+  gradcheck("conv2d_groups", [](auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2); },
+            {leaf({1, 4, 5, 5}), leaf({6, 2, 3, 3})});
+  gradcheck("conv2d_depthwise", [](auto& x) { return conv2d(x[0], x[1], x[2], {1}, {1}, {1}, 3); },
+            {leaf({2, 3, 4, 4}), leaf({3, 1, 3, 3}), leaf({3})});
+}
+
+TEST_F(Gradients, Pools) {
+  gradcheck("max_pool2d", [](auto& x) { return max_pool2d(x[0], {2}); }, {leaf({2, 3, 4, 6})});
+  gradcheck("max_pool2d_overlap_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }, {leaf({2, 2, 7, 6})});
+  gradcheck("avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }, {leaf({2, 3, 4, 6})});
+  gradcheck("avg_pool2d_pad", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}); }, {leaf({2, 2, 7, 6})});
+  gradcheck("avg_pool2d_pad_exclude", [](auto& x) { return avg_pool2d(x[0], {3, 2}, {2, 1}, {1}, false); },
+            {leaf({1, 2, 7, 5})});
+  gradcheck("adaptive_global", [](auto& x) { return adaptive_avg_pool2d(x[0], {1}); }, {leaf({2, 3, 5, 4})});
+  gradcheck("adaptive_uneven", [](auto& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }, {leaf({2, 2, 7, 5})});
+}
+
+TEST_F(Gradients, Normalizations) {
+  gradcheck("batch_norm_train", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); },
+            {leaf({4, 3, 3, 2}), leaf({3}), leaf({3})});
+  // Training with running buffers: the update must not change the function's value.
+  Tensor rm = Tensor::zeros({3}, DType::Float64), rv = Tensor::full({3}, 1.0, DType::Float64);
+  gradcheck("batch_norm_train_running", [&](auto& x) { return batch_norm(x[0], rm, rv, x[1], x[2], true, 0.3); },
+            {leaf({4, 3, 2, 2}), leaf({3}), leaf({3})});
+  Tensor em = random_f64({3}), ev = random_f64({3}, 0.5, 2.0);
+  gradcheck("batch_norm_eval", [&](auto& x) { return batch_norm(x[0], em, ev, x[1], x[2], false); },
+            {leaf({4, 3, 3, 2}), leaf({3}), leaf({3})});
+  gradcheck("layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); }, {leaf({3, 2, 4}), leaf({4}), leaf({4})});
+  gradcheck("layer_norm_2d_noaffine", [](auto& x) { return layer_norm(x[0], {3, 4}); }, {leaf({2, 3, 4})});
+}
+
+TEST_F(Gradients, Embedding) {
+  // Repeated ids: their rows' gradients add up.
+  Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2});
+  gradcheck("embedding", [&](auto& x) { return embedding(ids, x[0]); }, {leaf({5, 3})});
+}
+
 // The checker itself fails on a wrong builder (here a deliberately wrong one for Softsign,
 // an op the frontend does not use).
 TEST(Gradcheck, CatchesAWrongGradient) {
@@ -124,7 +166,8 @@ TEST(Gradcheck, CatchesAWrongGradient) {
 TEST(GradientRegistry, EveryRecordedOpHasABuilder) {
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Pow", "Relu", "Sigmoid", "Tanh", "Softmax",
                          "LogSoftmax", "MatMul", "Gemm", "ReduceSum", "ReduceMean", "Reshape", "Transpose", "Concat",
-                         "Slice", "Expand"})
+                         "Slice", "Expand", "Conv", "MaxPool", "AveragePool",
+                         "GlobalAveragePool", "BatchNormalization", "LayerNormalization", "Gather"})
     EXPECT_NE(GradientRegistry::global().find("", op), nullptr) << op;
   EXPECT_NE(GradientRegistry::global().find("com.gearbox", "Gelu"), nullptr);
 }

@@ -1,6 +1,7 @@
 // nn::Module bookkeeping, Linear's default initialization, the seeded generator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gearbox/nn.hpp"
@@ -72,6 +73,101 @@ TEST(NnModule, LoadStateDictCopiesAndChecks) {
   bad = a->state_dict();
   bad["9.weight"] = Tensor::zeros({1});
   EXPECT_THROW(b->load_state_dict(bad), Error);
+}
+
+TEST(NnModule, Conv2dInitIsTorchsUniformBound) {
+  manual_seed(4);
+  Conv2d conv(6, 64, {3, 2}, Conv2dOptions{.groups = 2});  // 64 biases: both ends of the interval get reached
+  EXPECT_EQ(conv.weight().shape(), (std::vector<int64_t>{64, 3, 3, 2}));
+  const double bound = 1.0 / std::sqrt(3.0 * 3 * 2);  // fan_in = in/groups * kH * kW
+  for (const Tensor& t : {conv.weight(), conv.bias()}) {
+    std::vector<float> v = t.to_float_vector();
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    EXPECT_GE(*lo, -bound);
+    EXPECT_LE(*hi, bound);
+    EXPECT_LT(*lo, -0.5 * bound);
+    EXPECT_GT(*hi, 0.5 * bound);
+  }
+  EXPECT_FALSE(Conv2d(2, 2, {3}, Conv2dOptions{.bias = false}).bias().defined());
+  EXPECT_EQ(conv(Tensor::zeros({1, 6, 5, 4})).shape(), (std::vector<int64_t>{1, 64, 3, 3}));
+}
+
+// BatchNorm2d in train(): batch statistics, running_mean/var moved by momentum 0.1 towards
+// the batch mean and the unbiased batch variance (computed here by hand), the counter
+// incremented; in eval(): the running statistics, no update.
+TEST(NnModule, BatchNorm2dRunningStatistics) {
+  manual_seed(8);
+  BatchNorm2d bn(2);
+  std::vector<std::string> names;
+  for (auto& [n, t] : bn.named_buffers()) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
+  Tensor x = Tensor::uniform({3, 2, 2, 2}, -1, 3, DType::Float32);
+  std::vector<float> xv = x.to_float_vector();
+  std::vector<double> mean(2, 0), var(2, 0);
+  for (size_t i = 0; i < xv.size(); ++i) mean[(i / 4) % 2] += xv[i] / 12.0;
+  for (size_t i = 0; i < xv.size(); ++i) var[(i / 4) % 2] += (xv[i] - mean[(i / 4) % 2]) * (xv[i] - mean[(i / 4) % 2]);
+  Tensor y = bn(x);
+  std::vector<float> yv = y.to_float_vector();
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const size_t c = (i / 4) % 2;
+    EXPECT_NEAR(yv[i], (xv[i] - mean[c]) / std::sqrt(var[c] / 12.0 + 1e-5), 1e-5) << i;
+  }
+  std::vector<float> rm = bn.running_mean().to_float_vector(), rv = bn.running_var().to_float_vector();
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_NEAR(rm[c], 0.1 * mean[c], 1e-6);
+    EXPECT_NEAR(rv[c], 0.9 + 0.1 * var[c] / 11.0, 1e-6);
+  }
+  EXPECT_EQ(bn.num_batches_tracked(), 1);
+  bn.eval();
+  yv = bn(x).to_float_vector();
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const size_t c = (i / 4) % 2;
+    EXPECT_NEAR(yv[i], (xv[i] - rm[c]) / std::sqrt(rv[c] + 1e-5), 1e-5) << i;
+  }
+  EXPECT_EQ(bn.running_mean().to_float_vector(), rm);
+  EXPECT_EQ(bn.num_batches_tracked(), 1);
+  try {
+    bn(Tensor::zeros({2, 3, 2, 2}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "SHAPE_MISMATCH") << e.what();
+  }
+  bn.train();
+  try {
+    bn(Tensor::zeros({1, 2, 1, 1}));  // one value per channel: no batch variance
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "INVALID_ARGUMENT") << e.what();
+  }
+  EXPECT_EQ(bn.num_batches_tracked(), 1);  // the rejected batch did not count
+  EXPECT_EQ(bn.running_mean().to_float_vector(), rm);
+}
+
+TEST(NnModule, LayerNormPoolsEmbedding) {
+  LayerNorm ln({4});
+  EXPECT_EQ(ln.named_parameters().size(), 2u);
+  std::vector<float> v = ln(Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 4})).to_float_vector();
+  const float s = 1.0f / std::sqrt(1.25f + 1e-5f);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(v[i], (static_cast<float>(i) - 1.5f) * s, 1e-5) << i;
+  Tensor img = Tensor::from_vector(std::vector<float>{1, 5, 2, 0, 3, 4, 8, 6, 7}, {1, 1, 3, 3});
+  EXPECT_EQ(MaxPool2d({2}, {1})(img).to_float_vector(), (std::vector<float>{5, 5, 8, 7}));
+  EXPECT_EQ(AvgPool2d({3})(img).to_float_vector(), (std::vector<float>{4}));
+  EXPECT_EQ(AdaptiveAvgPool2d({1})(img).to_float_vector(), (std::vector<float>{4}));
+  manual_seed(2);
+  Embedding emb(5, 3);
+  Tensor rows = emb(Tensor::from_vector(std::vector<int64_t>{4, 0}));
+  std::vector<float> w = emb.weight().to_float_vector(), r = rows.to_float_vector();
+  EXPECT_EQ(std::vector<float>(r.begin(), r.begin() + 3), std::vector<float>(w.begin() + 12, w.end()));
+  EXPECT_EQ(std::vector<float>(r.begin() + 3, r.end()), std::vector<float>(w.begin(), w.begin() + 3));
+  try {
+    emb(Tensor::from_vector(std::vector<int64_t>{5}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), "INVALID_ARGUMENT") << e.what();
+  }
+  EXPECT_THROW(max_pool2d(img, {3}, {1}, {2}), Error);  // padding over half the kernel
+  EXPECT_THROW(conv2d(img, Tensor::zeros({1, 2, 3, 3})), Error);  // channel mismatch
+  EXPECT_THROW(Conv2d(3, 4, {3}, Conv2dOptions{.groups = 2}), Error);
 }
 
 TEST(NnOptim, SgdStepIsTheFormula) {

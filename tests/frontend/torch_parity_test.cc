@@ -66,6 +66,27 @@ const std::map<std::string, OpFn>& ops() {
       {"cross_entropy",
        [](auto& x) { return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2})); }},
       {"mse_loss", [](auto& x) { return mse_loss(x[0], x[1]); }},
+      {"conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }},
+      {"conv2d_stride_pad_dilation", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); }},
+      {"conv2d_groups", [](auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2); }},
+      {"max_pool2d", [](auto& x) { return max_pool2d(x[0], {2}); }},
+      {"max_pool2d_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }},
+      {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }},
+      {"avg_pool2d_pad", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}); }},
+      {"avg_pool2d_pad_exclude", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}, false); }},
+      {"adaptive_avg_pool2d_global", [](auto& x) { return adaptive_avg_pool2d(x[0], {1}); }},
+      {"adaptive_avg_pool2d_even", [](auto& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }},
+      {"adaptive_avg_pool2d_uneven", [](auto& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }},
+      {"batch_norm_train", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
+      {"batch_norm_eval",
+       [](auto& x) {
+         return batch_norm(x[0], Tensor::from_vector(std::vector<double>{-0.5, 0.0, 0.5}),
+                           Tensor::from_vector(std::vector<double>{0.5, 1.0, 1.5}), x[1], x[2], false);
+       }},
+      {"layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
+      {"layer_norm_2d", [](auto& x) { return layer_norm(x[0], {3, 4}, x[1], x[2]); }},
+      {"embedding",
+       [](auto& x) { return embedding(Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2}), x[0]); }},
   };
   return m;
 }
@@ -148,6 +169,105 @@ TEST_P(DigitsMlp, LossPerStepMatchesTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Frontend, DigitsMlp, ::testing::Values("sgd", "sgd_nesterov", "adam", "adamw"),
+                         [](const auto& info) { return info.param; });
+
+// The digits CNN of torch_reference.py (DigitsCnn, ResidualBlock), module for module, so the
+// state-dict names match torch's.
+class ResidualBlock : public Module {
+ public:
+  explicit ResidualBlock(int64_t c)
+      : conv1_(std::make_shared<Conv2d>(c, c, std::vector<int64_t>{3}, Conv2dOptions{.padding = {1}, .bias = false})),
+        bn1_(std::make_shared<BatchNorm2d>(c)),
+        conv2_(std::make_shared<Conv2d>(c, c, std::vector<int64_t>{3}, Conv2dOptions{.padding = {1}, .bias = false})),
+        bn2_(std::make_shared<BatchNorm2d>(c)) {
+    register_module("conv1", conv1_);
+    register_module("bn1", bn1_);
+    register_module("conv2", conv2_);
+    register_module("bn2", bn2_);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = relu((*bn1_)((*conv1_)(x)));
+    return relu(add((*bn2_)((*conv2_)(h)), x));
+  }
+
+ private:
+  std::shared_ptr<Module> conv1_, bn1_, conv2_, bn2_;
+};
+
+class DigitsCnn : public Module {
+ public:
+  DigitsCnn()
+      : conv_(std::make_shared<Conv2d>(1, 16, std::vector<int64_t>{3}, Conv2dOptions{.padding = {1}, .bias = false})),
+        bn_(std::make_shared<BatchNorm2d>(16)),
+        block_(std::make_shared<ResidualBlock>(16)),
+        fc_(std::make_shared<Linear>(16 * 4 * 4, 10)) {
+    register_module("conv", conv_);
+    register_module("bn", bn_);
+    register_module("block", block_);
+    register_module("fc", fc_);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = max_pool2d(relu((*bn_)((*conv_)(x))), {2});
+    return (*fc_)(flatten((*block_)(h), 1));
+  }
+
+ private:
+  std::shared_ptr<Module> conv_, bn_, block_, fc_;
+};
+
+// A state dict from cnn/<prefix><name>.npy for every name the module has (0-d tensors come
+// back from the .npy reader as [1]: reshaped to the module's shape).
+std::map<std::string, Tensor> load_state(const Module& net, const std::string& prefix) {
+  std::map<std::string, Tensor> state;
+  for (const auto& [name, mine] : net.state_dict()) {
+    Tensor t = load(kRefDir + "/cnn/" + prefix + name + ".npy");
+    state[name] = t.shape() == mine.shape() ? t : reshape(t, mine.shape());
+  }
+  return state;
+}
+
+class DigitsCnnTraining : public ::testing::TestWithParam<std::string> {};
+
+// fp32 on both sides, torch's initial weights and buffers, the same batches of 64, train mode
+// (batch statistics, running buffers updated). The loss at every step within 1e-5 relative of
+// torch's; the final parameters and running statistics within 1e-4. (The learning rates are
+// ones where rounding differences stay small: see CNN_OPTIMIZERS in torch_reference.py.)
+TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
+  const std::string name = GetParam();
+  Tensor x = reshape(load(kRefDir + "/mlp/x.npy"), {-1, 1, 8, 8}), y = load(kRefDir + "/mlp/y.npy");
+  std::vector<double> want = load(kRefDir + "/cnn/" + name + "_losses.npy").to_double_vector();
+  DigitsCnn net;
+  net.load_state_dict(load_state(net, "init_"));
+  net.train();
+  std::unique_ptr<Optimizer> opt;
+  if (name == "sgd")
+    opt = std::make_unique<SGD>(net.parameters(), SGDOptions{.lr = 0.02, .momentum = 0.9, .weight_decay = 1e-4});
+  else
+    opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
+  const int64_t batch = 64, batches = x.dim(0) / batch;
+  double worst = 0;
+  for (size_t s = 0; s < want.size(); ++s) {
+    const int64_t b = static_cast<int64_t>(s) % batches * batch;
+    Tensor loss = cross_entropy(net(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
+    opt->zero_grad();
+    loss.backward();
+    opt->step();
+    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
+    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
+  }
+  std::printf("[ INFO     ] cnn %s: worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
+              want.size(), worst);
+  EXPECT_LT(want.back(), want.front() * 0.2) << "the reference run did not train";
+  const std::map<std::string, Tensor> final_state = load_state(net, name + "_final_");
+  for (const auto& [pname, t] : net.state_dict()) {
+    if (t.dtype() == DType::Int64)
+      EXPECT_EQ(t.to_int64_vector(), final_state.at(pname).to_int64_vector()) << pname;
+    else
+      expect_close(t, final_state.at(pname), 1e-4, 1e-6, name + " " + pname);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Frontend, DigitsCnnTraining, ::testing::Values("sgd", "adamw"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -17,6 +17,10 @@ GradientRegistry& GradientRegistry::global() {
     register_matmul_gradients(reg);
     register_reduce_gradients(reg);
     register_shape_gradients(reg);
+    register_conv_gradients(reg);
+    register_pool_gradients(reg);
+    register_norm_gradients(reg);
+    register_gather_gradients(reg);
     return reg;
   }();
   return r;

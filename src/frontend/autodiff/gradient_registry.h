@@ -38,6 +38,10 @@ void register_activation_gradients(GradientRegistry& r);
 void register_matmul_gradients(GradientRegistry& r);
 void register_reduce_gradients(GradientRegistry& r);
 void register_shape_gradients(GradientRegistry& r);
+void register_conv_gradients(GradientRegistry& r);
+void register_pool_gradients(GradientRegistry& r);
+void register_norm_gradients(GradientRegistry& r);
+void register_gather_gradients(GradientRegistry& r);
 
 }  // namespace gbx::nn
 
