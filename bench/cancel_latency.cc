@@ -27,6 +27,7 @@ std::string loop_model() {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
+  g->set_name("loop");
   auto io = [](onnx::ValueInfoProto* vi, const char* name, int type, bool matrix) {
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
