@@ -22,6 +22,9 @@ Layout of OUT_DIR:
   extdata_abs/model.onnx                         initializer stored at an absolute path
   cycle.onnx                                     n1 -> n2 -> n1: a cycle
   init/*.onnx                                    z = x + W with W's data not matching its dims
+  loop/model.onnx, x.npy, m_huge.npy, m_5.npy, expected_y_5.npy
+                                                 y = Loop M times (x = x * 0.5 + 1), M an input:
+                                                 10^12 trips never end (gearbox run --timeout)
 """
 import os
 import sys
@@ -208,6 +211,36 @@ def main():
     write(os.path.join(out, "extdata", "model.onnx"), ext.SerializeToString())
     ext_abs = with_external(add_const_model(w), os.path.abspath(os.path.join(out, "outside.bin")))
     write(os.path.join(out, "extdata_abs", "model.onnx"), ext_abs.SerializeToString())
+
+    # ---- a Loop whose trip count is an input: 10^12 trips run "forever" (--timeout) ---------
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"], name="keep_going"),
+         helper.make_node("Mul", ["x_in", "half"], ["a"], name="halve"),
+         helper.make_node("Add", ["a", "one"], ["x_out"], name="add_one")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    loop = helper.make_model(helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)], "loop",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]),
+        opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(loop)
+    write(os.path.join(out, "loop", "model.onnx"), loop.SerializeToString())
+    lx = rng.standard_normal((2, 3)).astype(np.float32)
+    np.save(os.path.join(out, "loop", "x.npy"), lx)
+    np.save(os.path.join(out, "loop", "m_huge.npy"), np.array(10**12, np.int64))
+    np.save(os.path.join(out, "loop", "m_5.npy"), np.array(5, np.int64))
+    ly = lx.copy()
+    for _ in range(5):  # numpy is the oracle, in float32 like the model
+        ly = ly * np.float32(0.5) + np.float32(1.0)
+    np.save(os.path.join(out, "loop", "expected_y_5.npy"), ly)
 
     print(f"[make_bad_inputs] wrote test files under {out}")
     return 0

@@ -40,6 +40,7 @@ typedef struct gbx_model_s* gbx_model;     /* a loaded model, ready to execute *
 typedef struct gbx_tensor_s* gbx_tensor;   /* a dense tensor (owns or shares its buffer) */
 typedef struct gbx_stream_s* gbx_stream;   /* an in-order queue of executions */
 typedef struct gbx_event_s* gbx_event;     /* completion of one queued execution */
+typedef struct gbx_run_options_s* gbx_run_options; /* a timeout and a terminate flag for executions */
 
 typedef enum gbx_device_kind { GBX_DEVICE_CPU = 0, GBX_DEVICE_CUDA = 1 } gbx_device_kind;
 
@@ -117,6 +118,29 @@ GBX_API gbx_status gbx_tensor_data(gbx_tensor tensor, void** data, size_t* bytes
  * (outputs must hold n_outputs == the model's output count handles). */
 GBX_API gbx_status gbx_execute(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
                                size_t n_inputs, gbx_tensor* outputs, size_t n_outputs);
+
+/* ---- run options: stopping an execution (like ONNX Runtime's RunOptions.terminate) ---- */
+/* Options an execution may be given (gbx_execute_with_options, gbx_execute_async_with_options).
+ * An execution checks them before every node, in every Loop/Scan iteration and in long
+ * kernels' outer loops; one that stops returns 4007 RUN_CANCELLED or 4008
+ * RUN_DEADLINE_EXCEEDED, produces no outputs, and leaves the model ready for the next run. */
+GBX_API gbx_status gbx_run_options_create(gbx_run_options* out);
+/* May be destroyed while executions it was given still run: they keep its flag. */
+GBX_API void gbx_run_options_destroy(gbx_run_options options);
+/* Each execution given these options stops with RUN_DEADLINE_EXCEEDED once `seconds` have
+ * passed since its gbx_execute*_with_options call (queue time included); 0: no limit (the
+ * default). Negative or not finite: API_INVALID_ARGUMENT. */
+GBX_API gbx_status gbx_run_options_set_timeout(gbx_run_options options, double seconds);
+/* terminate != 0 sets the flag: every execution given these options, running or started later,
+ * stops with RUN_CANCELLED at its next check; 0 clears it. Safe from any thread. */
+GBX_API gbx_status gbx_run_options_set_terminate(gbx_run_options options, int32_t terminate);
+/* gbx_execute / gbx_execute_async with run options (NULL: none, the same as without). */
+GBX_API gbx_status gbx_execute_with_options(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
+                                            size_t n_inputs, gbx_tensor* outputs, size_t n_outputs,
+                                            gbx_run_options options);
+GBX_API gbx_status gbx_execute_async_with_options(gbx_model model, const char* const* input_names,
+                                                  const gbx_tensor* inputs, size_t n_inputs, gbx_stream stream,
+                                                  gbx_run_options options, gbx_event* event);
 
 /* A stream runs queued executions in order on its own worker thread; several streams run
  * concurrently. Destroying a stream waits for its queued work. */

@@ -205,6 +205,28 @@ class Stream {
   detail::Handle<gbx_stream, gbx_stream_destroy> h_;
 };
 
+// A timeout and a terminate flag for runs (gbx_run_options): pass it to Model::run or
+// run_async; terminate() from any thread stops every run given it with RUN_CANCELLED (4007), a
+// run longer than the timeout stops with RUN_DEADLINE_EXCEEDED (4008), and the model stays
+// ready for the next run.
+class RunOptions {
+ public:
+  static Expected<RunOptions> create() {
+    gbx_run_options o = nullptr;
+    if (gbx_status s = gbx_run_options_create(&o)) return Status::from(s);
+    return RunOptions(o);
+  }
+  // Seconds from each run's start (0: no limit).
+  Status set_timeout(double seconds) { return Status::from(gbx_run_options_set_timeout(h_.get(), seconds)); }
+  Status terminate() { return Status::from(gbx_run_options_set_terminate(h_.get(), 1)); }
+  Status unset_terminate() { return Status::from(gbx_run_options_set_terminate(h_.get(), 0)); }
+  gbx_run_options get() const { return h_.get(); }
+
+ private:
+  explicit RunOptions(gbx_run_options h) : h_(h) {}
+  detail::Handle<gbx_run_options, gbx_run_options_destroy> h_;
+};
+
 using Feeds = std::vector<std::pair<std::string, const Tensor*>>;
 
 class Model {
@@ -222,31 +244,41 @@ class Model {
   std::vector<IoDesc> inputs() const { return describe(true); }
   std::vector<IoDesc> outputs() const { return describe(false); }
 
-  Expected<std::vector<Tensor>> run(const Feeds& feeds) const {
+  Expected<std::vector<Tensor>> run(const Feeds& feeds) const { return run_with(feeds, nullptr); }
+  Expected<std::vector<Tensor>> run(const Feeds& feeds, const RunOptions& options) const {
+    return run_with(feeds, options.get());
+  }
+  Expected<Event> run_async(const Feeds& feeds, Stream& stream) const { return run_async_with(feeds, stream, nullptr); }
+  Expected<Event> run_async(const Feeds& feeds, Stream& stream, const RunOptions& options) const {
+    return run_async_with(feeds, stream, options.get());
+  }
+
+ private:
+  explicit Model(gbx_model h) : h_(h) {}
+  Expected<std::vector<Tensor>> run_with(const Feeds& feeds, gbx_run_options options) const {
     std::vector<const char*> names;
     std::vector<gbx_tensor> handles;
     split(feeds, &names, &handles);
     size_t n_out = 0;
     gbx_model_output_count(h_.get(), &n_out);
     std::vector<gbx_tensor> out(n_out, nullptr);
-    if (gbx_status s = gbx_execute(h_.get(), names.data(), handles.data(), handles.size(), out.data(), out.size()))
+    if (gbx_status s = gbx_execute_with_options(h_.get(), names.data(), handles.data(), handles.size(), out.data(),
+                                                out.size(), options))
       return Status::from(s);
     std::vector<Tensor> result;
     for (gbx_tensor t : out) result.emplace_back(t);
     return result;
   }
-  Expected<Event> run_async(const Feeds& feeds, Stream& stream) const {
+  Expected<Event> run_async_with(const Feeds& feeds, Stream& stream, gbx_run_options options) const {
     std::vector<const char*> names;
     std::vector<gbx_tensor> handles;
     split(feeds, &names, &handles);
     gbx_event e = nullptr;
-    if (gbx_status s = gbx_execute_async(h_.get(), names.data(), handles.data(), handles.size(), stream.get(), &e))
+    if (gbx_status s = gbx_execute_async_with_options(h_.get(), names.data(), handles.data(), handles.size(),
+                                                      stream.get(), options, &e))
       return Status::from(s);
     return Event(e);
   }
-
- private:
-  explicit Model(gbx_model h) : h_(h) {}
   static void split(const Feeds& feeds, std::vector<const char*>* names, std::vector<gbx_tensor>* handles) {
     for (const auto& [name, t] : feeds) {
       names->push_back(name.c_str());

@@ -78,6 +78,8 @@ _BY_CODE = {
     3001: NotImplemented,  # OP_UNSUPPORTED
     3002: NotImplemented,  # DTYPE_UNSUPPORTED
     4006: RuntimeException,  # OUT_OF_MEMORY
+    4007: Fail,  # RUN_CANCELLED (ORT: Fail, "Exiting due to terminate flag being set to true")
+    4008: Fail,  # RUN_DEADLINE_EXCEEDED
     6003: InvalidProtobuf,  # GBM_NOT_GBM
     6004: InvalidProtobuf,  # GBM_TRUNCATED
     6005: InvalidProtobuf,  # GBM_CHECKSUM_MISMATCH

@@ -82,18 +82,38 @@ class SessionOptions:
 
 
 class RunOptions:
-    """ONNX Runtime's RunOptions: accepted by run(); gearbox does not use its fields yet."""
+    """ONNX Runtime's RunOptions, accepted by run(). ``terminate = True`` -- from any thread, while
+    runs given these options are in flight -- stops them with RUN_CANCELLED (raised as Fail), as
+    ORT's does; it stays set until set back to False. gearbox adds ``timeout``: seconds each run
+    may take (0: no limit) before it stops with RUN_DEADLINE_EXCEEDED. The logging fields are
+    accepted and not used."""
 
-    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "run_tag", "terminate",
-                 "only_execute_path_to_fetches")
+    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "run_tag",
+                 "only_execute_path_to_fetches", "_control")
 
     def __init__(self):
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
         self.run_tag = ""
-        self.terminate = False
         self.only_execute_path_to_fetches = False
+        self._control = _C._RunControl()
+
+    @property
+    def terminate(self):
+        return self._control.terminate
+
+    @terminate.setter
+    def terminate(self, value):
+        self._control.terminate = bool(value)
+
+    @property
+    def timeout(self):
+        return self._control.timeout
+
+    @timeout.setter
+    def timeout(self, seconds):
+        self._control.timeout = float(seconds)
 
 
 class ModelMetadata:
@@ -179,7 +199,8 @@ class InferenceSession:
         missing = [i.name for i in self._inputs_meta if i.name not in input_feed and not i.type.startswith("optional")]
         if missing:
             raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
-        return self._sess._run_list(output_names, input_feed)
+        control = run_options._control if run_options is not None else None
+        return self._sess._run_list(output_names, input_feed, control)
 
     def end_profiling(self):
         """Writes the profiled runs (enable_profiling) as a Chrome trace; returns its file name.

@@ -5,6 +5,8 @@
 // error that gbx_last_error_message() returns.
 #include "gearbox/gearbox.h"
 
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -60,6 +62,12 @@ struct gbx_model_s {
 
 struct gbx_tensor_s {
   Tensor tensor;
+};
+
+struct gbx_run_options_s {
+  // Shared with the runs given these options, so destroying the handle leaves them their flag.
+  gearbox::CancelToken terminate;
+  std::atomic<double> timeout_s{0};  // 0: no limit; set and read from any thread
 };
 
 namespace {
@@ -138,6 +146,17 @@ Result<std::map<std::string, Tensor>> collect_inputs(const char* const* names, c
     feeds[names[i]] = inputs[i]->tensor;
   }
   return feeds;
+}
+
+// What one execution given `options` (may be null) checks: the shared flag, and a deadline
+// counted from now.
+gearbox::RunOptions run_options_of(gbx_run_options options) {
+  gearbox::RunOptions o;
+  if (options == nullptr) return o;
+  o.terminate = options->terminate;
+  const double timeout = options->timeout_s.load();
+  if (timeout > 0) o.deadline = gearbox::RunOptions::after(timeout);
+  return o;
 }
 
 gbx_status fill_desc(const std::vector<gbx_model_s::Io>& list, size_t index, gbx_io_desc* out, const char* what) {
@@ -329,8 +348,38 @@ gbx_status gbx_tensor_data(gbx_tensor tensor, void** data, size_t* bytes) {
   });
 }
 
+gbx_status gbx_run_options_create(gbx_run_options* out) {
+  return guarded([&] {
+    if (out == nullptr) return invalid("out is NULL");
+    *out = new gbx_run_options_s();
+    return ok();
+  });
+}
+
+void gbx_run_options_destroy(gbx_run_options options) { delete options; }
+
+gbx_status gbx_run_options_set_timeout(gbx_run_options options, double seconds) {
+  if (options == nullptr) return invalid("options is NULL");
+  if (!std::isfinite(seconds) || seconds < 0)
+    return invalid("the timeout must be a finite number of seconds >= 0 (0: no limit), got " + std::to_string(seconds));
+  options->timeout_s.store(seconds);
+  return GBX_OK;
+}
+
+gbx_status gbx_run_options_set_terminate(gbx_run_options options, int32_t terminate) {
+  if (options == nullptr) return invalid("options is NULL");
+  if (terminate) options->terminate.cancel();
+  else options->terminate.reset();
+  return GBX_OK;
+}
+
 gbx_status gbx_execute(gbx_model model, const char* const* input_names, const gbx_tensor* inputs, size_t n_inputs,
                        gbx_tensor* outputs, size_t n_outputs) {
+  return gbx_execute_with_options(model, input_names, inputs, n_inputs, outputs, n_outputs, nullptr);
+}
+
+gbx_status gbx_execute_with_options(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
+                                    size_t n_inputs, gbx_tensor* outputs, size_t n_outputs, gbx_run_options options) {
   return guarded([&] {
     if (model == nullptr) return invalid("model is NULL");
     if (n_outputs != model->outputs.size() || (n_outputs > 0 && outputs == nullptr))
@@ -338,7 +387,8 @@ gbx_status gbx_execute(gbx_model model, const char* const* input_names, const gb
                      std::to_string(n_outputs) + ")");
     auto feeds = collect_inputs(input_names, inputs, n_inputs);
     if (!feeds.ok()) return fail(feeds.status());
-    auto result = model->session->run(*feeds);
+    const gearbox::RunOptions run_options = run_options_of(options);
+    auto result = model->session->run(*feeds, run_options);
     if (!result.ok()) return fail(result.status());
     for (size_t i = 0; i < n_outputs; ++i) outputs[i] = new gbx_tensor_s{std::move(result.value()[i])};
     return ok();
@@ -363,6 +413,12 @@ gbx_status gbx_stream_synchronize(gbx_stream stream) {
 
 gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
                              size_t n_inputs, gbx_stream stream, gbx_event* event) {
+  return gbx_execute_async_with_options(model, input_names, inputs, n_inputs, stream, nullptr, event);
+}
+
+gbx_status gbx_execute_async_with_options(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
+                                          size_t n_inputs, gbx_stream stream, gbx_run_options options,
+                                          gbx_event* event) {
   return guarded([&] {
     if (model == nullptr || stream == nullptr || event == nullptr) return invalid("model, stream and event must not be NULL");
     auto feeds = collect_inputs(input_names, inputs, n_inputs);
@@ -372,8 +428,9 @@ gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, co
     for (auto& [name, t] : *feeds) captured[name] = t.clone();
     auto outputs = std::make_shared<std::vector<Tensor>>();
     std::shared_ptr<const gearbox::Session> session = model->session;  // outlives a destroyed model
-    gearbox::device::Event e = stream->stream.enqueue([session, outputs, captured = std::move(captured)] {
-      auto r = session->run(captured);
+    gearbox::device::Event e = stream->stream.enqueue(
+        [session, outputs, captured = std::move(captured), run_options = run_options_of(options)] {
+      auto r = session->run(captured, run_options);
       if (!r.ok()) return r.status();
       *outputs = std::move(r).value();
       return Status::OK();

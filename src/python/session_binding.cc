@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -28,6 +29,21 @@
 namespace gearbox::python {
 
 namespace {
+
+// What a Python run may be given to stop it (gearbox._C._RunControl, held by the ONNX Runtime
+// RunOptions of python/gearbox/_ort.py): the terminate flag, shared with the runs in flight so
+// that setting it from another Python thread stops them (RUN_CANCELLED), and a timeout in
+// seconds counted from each run's start (RUN_DEADLINE_EXCEEDED; 0: none).
+struct RunControl {
+  CancelToken terminate;
+  double timeout = 0;
+  RunOptions options() const {
+    RunOptions o;
+    o.terminate = terminate;
+    if (timeout > 0) o.deadline = RunOptions::after(timeout);
+    return o;
+  }
+};
 
 // A model input or output: ONNX Runtime's NodeArg (name, type, shape) plus the numpy dtype.
 struct IoInfoView {
@@ -137,9 +153,10 @@ class PySession {
   const std::string& engines() const { return session_->engines(); }
 
   // {name: array} for every output (`names` None) or the ones named, in that order.
-  py::dict run(const py::dict& feeds, const std::optional<std::vector<std::string>>& names) {
+  py::dict run(const py::dict& feeds, const std::optional<std::vector<std::string>>& names,
+               const RunControl* control) {
     std::vector<size_t> which = select(names);
-    std::vector<RuntimeValue> outs = execute(feeds);
+    std::vector<RuntimeValue> outs = execute(feeds, control);
     py::dict result;
     for (size_t i : which) {
       py::str name(output_names_[i]);
@@ -149,9 +166,10 @@ class PySession {
   }
 
   // ONNX Runtime's run(output_names, input_feed): a list in the order asked for.
-  py::list run_list(const std::optional<std::vector<std::string>>& names, const py::dict& feeds) {
+  py::list run_list(const std::optional<std::vector<std::string>>& names, const py::dict& feeds,
+                    const RunControl* control) {
     std::vector<size_t> which = select(names);
-    std::vector<RuntimeValue> outs = execute(feeds);
+    std::vector<RuntimeValue> outs = execute(feeds, control);
     py::list result;
     for (size_t k = 0; k < which.size(); ++k) {
       const size_t i = which[k];
@@ -329,8 +347,10 @@ class PySession {
     return inputs;
   }
 
-  std::vector<RuntimeValue> execute(const py::dict& feeds) {
+  std::vector<RuntimeValue> execute(const py::dict& feeds, const RunControl* control = nullptr) {
     std::map<std::string, RuntimeValue> inputs = convert(feeds);
+    std::optional<RunOptions> run_options;
+    if (control) run_options = control->options();
     std::shared_ptr<Profiler> profiler;
     if (profiling_) {
       std::lock_guard<std::mutex> lock(profiler_mu_);
@@ -339,7 +359,7 @@ class PySession {
     std::optional<Result<std::vector<RuntimeValue>>> outs;
     {
       py::gil_scoped_release nogil;
-      outs.emplace(session_->run_values(inputs, profiler.get()));
+      outs.emplace(session_->run_values(inputs, profiler.get(), nullptr, run_options ? &*run_options : nullptr));
     }
     // `inputs` dies here, with the GIL held: its tensors drop their references to the arrays.
     return unwrap(std::move(*outs));
@@ -371,6 +391,22 @@ void bind_session(py::module_& m) {
                "', shape=" + std::string(py::repr(shape_list(v.type.shape))) + ")";
       });
 
+  py::class_<RunControl>(m, "_RunControl", "A terminate flag and a per-run timeout for Session.run")
+      .def(py::init<>())
+      .def_property(
+          "terminate", [](const RunControl& c) { return c.terminate.cancelled(); },
+          [](RunControl& c, bool on) { on ? c.terminate.cancel() : c.terminate.reset(); },
+          "Set: every run given this control, running or started later, stops with RUN_CANCELLED")
+      .def_property(
+          "timeout", [](const RunControl& c) { return c.timeout; },
+          [](RunControl& c, double seconds) {
+            if (!(seconds >= 0) || seconds == std::numeric_limits<double>::infinity())
+              throw StatusError(make_error(ErrorCode::API_INVALID_ARGUMENT, "timeout must be a finite number of "
+                                           "seconds >= 0 (0: none), got ", seconds));
+            c.timeout = seconds;
+          },
+          "Seconds each run may take (0: no limit)");
+
   py::class_<PySession>(m, "Session",
                         "A loaded model (.onnx or .gbm, by path or bytes), ready to run on numpy arrays. "
                         "Thread-safe: several Python threads may run one session at once.")
@@ -388,8 +424,12 @@ void bind_session(py::module_& m) {
       .def_property_readonly("_optimizer_report_json", &PySession::optimizer_report_json)
       .def_property_readonly("_producer_name", &PySession::producer_name)
       .def("run", &PySession::run, py::arg("feeds"), py::arg("outputs") = py::none(),
-           "Runs the model; returns {output name: numpy array} (all outputs, or those named).")
-      .def("_run_list", &PySession::run_list, py::arg("output_names"), py::arg("input_feed"))
+           py::arg("run_control") = nullptr,
+           "Runs the model; returns {output name: numpy array} (all outputs, or those named). With a "
+           "_RunControl, the run stops with RUN_CANCELLED once its flag is set (from any thread) or "
+           "RUN_DEADLINE_EXCEEDED after its timeout.")
+      .def("_run_list", &PySession::run_list, py::arg("output_names"), py::arg("input_feed"),
+           py::arg("run_control") = nullptr)
       .def("_run_observed", &PySession::run_observed, py::arg("feeds"),
            "Test hook: (outputs, per node the data pointers its kernel got and produced).")
       .def("profile", &PySession::profile, py::arg("feeds"), py::arg("loop") = 10, py::arg("warmup") = 1,

@@ -1,7 +1,9 @@
 // If (1-17), Loop (1-17), Scan (8, 9-17) and SequenceMap (17) kernels. See control_flow.h.
 //
 // Bodies run through ctx.run_subgraph with their inputs in the body's declared order and
-// return their outputs in order. Loop/Scan stack per-iteration outputs ("scan outputs")
+// return their outputs in order. Every iteration first checks whether the run must stop
+// (base/run_options.h): a body the executor would check node by node may be empty, and a
+// trip count of 10^12 must still end at a deadline. Loop/Scan stack per-iteration outputs ("scan outputs")
 // along a new axis; every iteration must produce the same shape.
 #include "runtime/control_flow.h"
 
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/run_options.h"
 #include "graph/ir.h"
 #include "kernels/cpu/ref/shape_util.h"
 #include "kernels/kernel.h"
@@ -133,6 +136,7 @@ Status loop_kernel(KernelContext& ctx) {
   std::vector<std::vector<Tensor>> scans(n_scan);
   int64_t it = 0;
   for (; it < max_trip && cond; ++it) {
+    if (Status stop = check_run_stop(); !stop.ok()) return stop.with_context("iteration " + std::to_string(it) + ": ");
     std::vector<RuntimeValue> in;
     in.reserve(n_carried + 2);
     in.emplace_back(Tensor::scalar<int64_t>(it));
@@ -189,6 +193,7 @@ Status scan_once(KernelContext& ctx, const Graph& body, std::vector<RuntimeValue
   const int64_t iters = seq_len >= 0 ? std::min(seq_len, len) : len;
   std::vector<std::vector<Tensor>> parts(k_out);
   for (int64_t t = 0; t < iters; ++t) {
+    if (Status stop = check_run_stop(); !stop.ok()) return stop.with_context("iteration " + std::to_string(t) + ": ");
     std::vector<RuntimeValue> in = states;
     for (size_t j = 0; j < m; ++j) {
       int64_t idx = in_dirs[j] ? len - 1 - t : t;
@@ -357,6 +362,7 @@ Status sequence_map_kernel(KernelContext& ctx) {
     outs[k].elem_dtype = v ? v->type.dtype : DType::Undefined;
   }
   for (size_t i = 0; i < n; ++i) {
+    GBX_RETURN_IF_ERROR(check_run_stop());
     std::vector<RuntimeValue> in;
     for (size_t j = 0; j < ctx.num_inputs(); ++j) {
       const RuntimeValue& v = ctx.input_value(j);

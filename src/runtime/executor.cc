@@ -135,7 +135,8 @@ Status Executor::plan_graph(const Graph& graph) {
 }
 
 Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs, PreparedPlan* plan,
-                                               Profiler* profiler, int run, NodeObserver* observer) const {
+                                               Profiler* profiler, int run, NodeObserver* observer,
+                                               const RunOptions* run_options) const {
   if (plan && plan->kernels.size() != num_nodes_)
     return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
                       num_nodes_);
@@ -144,7 +145,9 @@ Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs
   Arena::Lease arena = plan && plan->arena ? plan->arena->lease(&plan->buffers) : Arena::Lease();
   std::optional<BufferPool::RunScope> buffers;
   if (plan) buffers.emplace(&plan->buffers, arena.get());
-  const RunContext rc{plan, profiler, run, observer, arena.get()};
+  const RunContext rc{plan, profiler, run, observer, arena.get(), run_options};
+  // Kernels on this thread (Loop/Scan, long kernels' outer loops) check the same options.
+  RunOptionsScope stop_scope(run_options);
   try {
     return run_graph(*main_, std::move(inputs), nullptr, rc);
   } catch (const BufferSourceError& e) {
@@ -168,6 +171,15 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
   for (const Value* init : graph.initializers) frame.values[init] = RuntimeValue(init->initializer);
   const auto& nodes = plan_it->second.nodes;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    if (rc.options) {
+      // Between nodes: the cheapest point to stop, with nothing half-written.
+      Status stop = rc.options->check();
+      if (!stop.ok()) {
+        const Node& n = *nodes[i].node;
+        return stop.with_context("stopped before node '" + n.name + "' (" + n.qualified_op() + ")" +
+                                 (outer ? " in subgraph '" + graph.name + "'" : std::string()) + ": ");
+      }
+    }
     if (rc.arena && !outer) rc.arena->begin_node(i);  // the arena places the main graph's values
     GBX_RETURN_IF_ERROR(run_node(nodes[i], frame));
   }

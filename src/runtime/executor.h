@@ -23,6 +23,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/run_options.h"
 #include "graph/ir.h"
 #include "kernels/kernel.h"
 #include "runtime/plan_cache.h"
@@ -42,9 +43,16 @@ class Executor {
   // run reuses (and fills in) its kernel choices and allocates from its buffer pool.
   // With a profiler, every node executed is recorded under run index `run`; with an observer
   // (runtime/node_observer.h), it sees every node's inputs before and outputs after it runs.
+  // With run options (base/run_options.h), the run stops with RUN_CANCELLED or
+  // RUN_DEADLINE_EXCEEDED at the first check after its flag is set or its deadline passes:
+  // before every node of every graph, and wherever a kernel calls check_run_stop() (Loop/Scan
+  // iterations, long kernels' outer loops). What a stopped run held goes back to the plan's
+  // buffer pool and arena as it unwinds, and the kernel choices it made are kept, so the next
+  // run of the plan is unaffected.
   Result<std::vector<RuntimeValue>> run(std::vector<RuntimeValue> inputs, PreparedPlan* plan = nullptr,
                                         Profiler* profiler = nullptr, int run = 0,
-                                        NodeObserver* observer = nullptr) const;
+                                        NodeObserver* observer = nullptr,
+                                        const RunOptions* run_options = nullptr) const;
   // Nodes of every graph (main and subgraphs): the size of PreparedPlan::kernels.
   size_t num_nodes() const { return num_nodes_; }
 
@@ -71,6 +79,7 @@ class Executor {
     int run = 0;  // the profiler's run index
     NodeObserver* observer = nullptr;
     Arena* arena = nullptr;  // the plan's arena when this run leased it (runtime/arena.h)
+    const RunOptions* options = nullptr;  // deadline and terminate flag; null: never stops
   };
 
   explicit Executor(std::string engine);

@@ -179,7 +179,8 @@ Status Session::validate(const std::map<std::string, Tensor>& feeds) const {
 }
 
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
-                                                     Profiler* profiler, NodeObserver* observer) const {
+                                                     Profiler* profiler, NodeObserver* observer,
+                                                     const RunOptions* run_options) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
   // OpenMP's thread count is a per-thread setting: apply the session's on the calling thread
   // (server workers, streams) for this run, and give the thread its own back afterwards, so
@@ -212,18 +213,18 @@ Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string
     GBX_LOG_DEBUG("EXEC", "reused plan for {} (run {})", signature, runs);
   }
   std::shared_lock<std::shared_mutex> weights_lock(weights_mu_);
-  if (!profiler) return executor_->run(std::move(ordered), plan.get(), nullptr, 0, observer);
+  if (!profiler) return executor_->run(std::move(ordered), plan.get(), nullptr, 0, observer, run_options);
   const int run = profiler->begin_run();
   const int64_t begin_ns = profiler->now_ns();
-  auto result = executor_->run(std::move(ordered), plan.get(), profiler, run, observer);
+  auto result = executor_->run(std::move(ordered), plan.get(), profiler, run, observer, run_options);
   profiler->end_run(run, begin_ns);
   return result;
 }
 
 device::Event Session::run_async(std::map<std::string, Tensor> inputs, device::Stream& stream,
-                                 std::vector<Tensor>* outputs) const {
-  return stream.enqueue([this, inputs = std::move(inputs), outputs]() -> Status {
-    GBX_ASSIGN_OR_RETURN(*outputs, run(inputs));
+                                 std::vector<Tensor>* outputs, RunOptions run_options) const {
+  return stream.enqueue([this, inputs = std::move(inputs), outputs, run_options = std::move(run_options)]() -> Status {
+    GBX_ASSIGN_OR_RETURN(*outputs, run(inputs, run_options));
     return Status::OK();
   });
 }
@@ -257,10 +258,10 @@ Status Session::update_weight(const std::string& name, const Tensor& value) {
 }
 
 Result<std::vector<Tensor>> Session::run(const std::map<std::string, Tensor>& feeds, Profiler* profiler,
-                                         NodeObserver* observer) const {
+                                         NodeObserver* observer, const RunOptions* run_options) const {
   std::map<std::string, RuntimeValue> values;
   for (const auto& [k, v] : feeds) values.emplace(k, RuntimeValue(v));
-  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values, profiler, observer));
+  GBX_ASSIGN_OR_RETURN(auto outs, run_values(values, profiler, observer, run_options));
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!outs[i].is_tensor())

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/run_options.h"
 #include "base/status.h"
 #include "base/tensor.h"
 #include "device/stream.h"
@@ -140,11 +141,20 @@ class Session {
   // must match (INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH).
   // With a profiler, every node executed is recorded in it (runtime/profiler.h); with an
   // observer, it sees every node's inputs and outputs (runtime/node_observer.h: tensor dumps).
+  // With run options (base/run_options.h), the run stops early with RUN_CANCELLED when their
+  // terminate flag is set (from any thread) or RUN_DEADLINE_EXCEEDED once their deadline has
+  // passed: it is checked before every node, in every Loop/Scan iteration and in long
+  // kernels' outer loops. A stopped run returns nothing and leaves the session as it was: its
+  // buffers go back to the plan, and the next run gives the same results as before.
   Result<std::vector<RuntimeValue>> run_values(const std::map<std::string, RuntimeValue>& inputs,
-                                               Profiler* profiler = nullptr, NodeObserver* observer = nullptr) const;
+                                               Profiler* profiler = nullptr, NodeObserver* observer = nullptr,
+                                               const RunOptions* run_options = nullptr) const;
   // Tensor-only convenience wrapper (sequence/optional outputs are an error here).
   Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, Profiler* profiler = nullptr,
-                                  NodeObserver* observer = nullptr) const;
+                                  NodeObserver* observer = nullptr, const RunOptions* run_options = nullptr) const;
+  Result<std::vector<Tensor>> run(const std::map<std::string, Tensor>& inputs, const RunOptions& run_options) const {
+    return run(inputs, nullptr, nullptr, &run_options);
+  }
   // The input checks run() makes (INPUT_UNKNOWN, INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH,
   // INPUT_MISSING), without running: the server checks a request before queuing it.
   Status validate(const std::map<std::string, RuntimeValue>& inputs) const;
@@ -153,8 +163,10 @@ class Session {
   // Enqueues a run on `stream` and returns at once; the event completes when `*outputs` holds
   // the outputs, or with the run's error. Runs on one stream execute in order, runs on
   // different streams concurrently. The session and `*outputs` must outlive the event.
-  device::Event run_async(std::map<std::string, Tensor> inputs, device::Stream& stream,
-                          std::vector<Tensor>* outputs) const;
+  // With run options, as run(): a deadline counts from when it was set, so time spent queued
+  // on the stream counts against it.
+  device::Event run_async(std::map<std::string, Tensor> inputs, device::Stream& stream, std::vector<Tensor>* outputs,
+                          RunOptions run_options = {}) const;
 
   // Runs the model once on zero-filled inputs, so that what a first run pays (oneDNN
   // primitive creation, weights reordered or packed into the kernels' layouts, the run's

@@ -59,8 +59,19 @@ Status ModelRunner::check(const std::map<std::string, Tensor>& inputs) const {
   return session_->validate(inputs).with_context("model '" + name_ + "': ");
 }
 
-Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs) {
+std::optional<RunOptions::Clock::time_point> ModelRunner::deadline_for(RunOptions::Clock::time_point arrival,
+                                                                       double header_timeout) const {
+  double seconds = options_.request_timeout;
+  if (header_timeout > 0 && (seconds <= 0 || header_timeout < seconds)) seconds = header_timeout;
+  if (seconds <= 0) return std::nullopt;
+  return arrival + std::chrono::duration_cast<RunOptions::Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs,
+                                        std::optional<RunOptions::Clock::time_point> deadline) {
   auto job = std::make_unique<Job>();
+  job->run_options.deadline = deadline;
+  job->run_options.terminate = cancel_;
   if (batching_.load()) {
     int64_t rows = -1;
     for (const auto& io : session_->inputs()) {
@@ -127,11 +138,11 @@ void ModelRunner::collect_batch(std::unique_lock<std::mutex>& lock, std::vector<
   }
 }
 
-Result<std::vector<Tensor>> ModelRunner::run_timed(const std::map<std::string, Tensor>& inputs, int worker,
-                                                   double* seconds) {
+Result<std::vector<Tensor>> ModelRunner::run_timed(const std::map<std::string, Tensor>& inputs,
+                                                   const RunOptions& run_options, int worker, double* seconds) {
   metrics_->run_started(worker);
   double t0 = now_seconds();
-  auto r = session_->run(inputs);
+  auto r = session_->run(inputs, run_options);
   *seconds = now_seconds() - t0;
   metrics_->run_finished(worker);
   metrics_->batches++;
@@ -140,7 +151,7 @@ Result<std::vector<Tensor>> ModelRunner::run_timed(const std::map<std::string, T
 
 void ModelRunner::run_one(Job& job, int worker, double start) {
   double compute = 0;
-  auto r = run_timed(job.inputs, worker, &compute);
+  auto r = run_timed(job.inputs, job.run_options, worker, &compute);
   int64_t rows = job.rows > 0 ? job.rows : 1;
   metrics_->batch_size.observe(static_cast<double>(rows));
   if (!r.ok()) {
@@ -174,8 +185,20 @@ bool ModelRunner::run_merged(std::vector<JobPtr>& batch, int worker, double star
     }
     merged.emplace(io.name, std::move(t).value());
   }
+  // The merged run may take as long as the most patient request allows (none: no limit);
+  // a request whose own deadline it then misses still gets its rows.
+  RunOptions merged_options;
+  merged_options.terminate = cancel_;
+  for (const auto& j : batch) {
+    if (!j->run_options.deadline) {
+      merged_options.deadline.reset();
+      break;
+    }
+    if (!merged_options.deadline || *j->run_options.deadline > *merged_options.deadline)
+      merged_options.deadline = j->run_options.deadline;
+  }
   double compute = 0;
-  auto r = run_timed(merged, worker, &compute);
+  auto r = run_timed(merged, merged_options, worker, &compute);
   if (!r.ok()) {
     GBX_LOG_DEBUG("SERVE", "model '{}': merged run of {} rows failed ({}); running the requests one by one", name_,
                   rows, r.status().to_string());

@@ -1,7 +1,9 @@
 // ModelRunner: one served model. Requests are queued and run by a fixed set of worker threads;
 // with dynamic batching, a worker merges queued requests whose inputs differ only in the first
 // (symbolic) dimension into one model run of up to max_batch rows, and splits the outputs back.
-// Queue time, compute time and batch sizes go to the model's metrics.
+// Queue time, compute time and batch sizes go to the model's metrics. Every run is given the
+// request's deadline and the runner's cancel flag (base/run_options.h), so a request past its
+// deadline or a shutdown past its grace period frees the worker within milliseconds.
 #pragma once
 
 #include <atomic>
@@ -11,10 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/run_options.h"
 #include "runtime/session.h"
 #include "serve/metrics.h"
 
@@ -24,6 +28,10 @@ struct RunnerOptions {
   int workers = 1;             // model runs in flight at once
   int max_batch = 1;           // rows per merged run; 1 disables dynamic batching
   int64_t batch_timeout_us = 0;  // how long the first request of a batch waits for more
+  // Seconds a request may take from its arrival (queue time included) before its run stops
+  // with RUN_DEADLINE_EXCEEDED (504); 0: no limit. A request's Gearbox-Timeout header may
+  // shorten it, never lengthen it.
+  double request_timeout = 0;
 };
 
 struct InferOutcome {
@@ -53,7 +61,17 @@ class ModelRunner {
   // before a request is queued so that a bad request never joins a batch.
   Status check(const std::map<std::string, Tensor>& inputs) const;
   // Queues the request and blocks until it has run. SERVE_SHUTTING_DOWN after shutdown().
-  Result<InferOutcome> infer(std::map<std::string, Tensor> inputs);
+  // `deadline`: when its run must have finished (RUN_DEADLINE_EXCEEDED after it; a request
+  // still queued then fails without running); none: no limit.
+  Result<InferOutcome> infer(std::map<std::string, Tensor> inputs,
+                             std::optional<RunOptions::Clock::time_point> deadline = std::nullopt);
+  // The deadline of a request that arrived at `arrival`, given its Gearbox-Timeout (0: none):
+  // the earlier of the model's request_timeout and the header's.
+  std::optional<RunOptions::Clock::time_point> deadline_for(RunOptions::Clock::time_point arrival,
+                                                            double header_timeout) const;
+  // Stops the runs in flight and those queued with RUN_CANCELLED (the end of a shutdown's
+  // grace period); safe from any thread, for good.
+  void cancel_runs() { cancel_.cancel(); }
   // Runs what is queued, then stops the workers.
   void shutdown();
 
@@ -63,6 +81,7 @@ class ModelRunner {
     int64_t rows = 0;         // first-dim size shared by every input; 0: not batchable
     std::string signature;    // dtypes and trailing dims: jobs merge only with equal ones
     double enqueued = 0;
+    RunOptions run_options;  // the request's deadline and the runner's cancel flag
     std::promise<Result<InferOutcome>> done;
   };
   using JobPtr = std::unique_ptr<Job>;
@@ -70,7 +89,8 @@ class ModelRunner {
   void worker_loop(int worker);
   void collect_batch(std::unique_lock<std::mutex>& lock, std::vector<JobPtr>* batch);
   void run_jobs(std::vector<JobPtr>& batch, int worker);
-  Result<std::vector<Tensor>> run_timed(const std::map<std::string, Tensor>& inputs, int worker, double* seconds);
+  Result<std::vector<Tensor>> run_timed(const std::map<std::string, Tensor>& inputs, const RunOptions& run_options,
+                                        int worker, double* seconds);
   void run_one(Job& job, int worker, double start);
   bool run_merged(std::vector<JobPtr>& batch, int worker, double start);
 
@@ -79,6 +99,7 @@ class ModelRunner {
   RunnerOptions options_;
   ModelMetrics* metrics_;
   std::atomic<bool> batching_{false};
+  CancelToken cancel_;  // shared by every job's RunOptions: cancel_runs()
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -4,6 +4,9 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -43,6 +46,18 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// The request header that shortens a model's --request-timeout: seconds, a plain decimal.
+constexpr const char* kTimeoutHeader = "Gearbox-Timeout";
+
+Result<double> parse_timeout(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(seconds) || seconds <= 0)
+    return make_error(ErrorCode::SERVE_REQUEST_INVALID, kTimeoutHeader, ": '", v, "' is not a number of seconds > 0");
+  return seconds;
+}
+
 // Decrements the model's in-flight gauge however the handler exits.
 struct InFlight {
   explicit InFlight(ModelMetrics& m) : m_(m) { ++m_.in_flight; }
@@ -59,7 +74,9 @@ int http_status(ErrorCode code) {
     case ErrorCode::SERVE_MODEL_VERSION_NOT_FOUND:
     case ErrorCode::SERVE_ROUTE_NOT_FOUND: return 404;
     case ErrorCode::SERVE_UNAUTHORIZED: return 401;
-    case ErrorCode::SERVE_SHUTTING_DOWN: return 503;
+    case ErrorCode::SERVE_SHUTTING_DOWN:
+    case ErrorCode::RUN_CANCELLED: return 503;  // cancelled at the end of a shutdown's grace period
+    case ErrorCode::RUN_DEADLINE_EXCEEDED: return 504;
     case ErrorCode::SERVE_REQUEST_INVALID:
     case ErrorCode::SERVE_DATATYPE_UNKNOWN:
     case ErrorCode::SERVE_TENSOR_DATA_INVALID:
@@ -185,6 +202,7 @@ void Server::install_routes() {
   s.Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)", [this](const httplib::Request& req,
                                                                       httplib::Response& res) {
     const double t0 = now_seconds();
+    const auto arrival = RunOptions::Clock::now();  // a request's deadline counts from here
     Status err;
     ModelRunner* m = find_model(req.matches[1], req.matches[2], &err);
     if (!m) return send_error(res, err);
@@ -205,6 +223,12 @@ void Server::install_routes() {
         return fail(make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "Inference-Header-Content-Length '", v,
                                "' is not a byte count"));
       header_length = static_cast<size_t>(n);
+    }
+    double header_timeout = 0;
+    if (req.has_header(kTimeoutHeader)) {
+      auto t = parse_timeout(req.get_header_value(kTimeoutHeader));
+      if (!t.ok()) return fail(t.status());
+      header_timeout = *t;
     }
     auto parsed = parse_infer_request(req.body, header_length);
     if (!parsed.ok()) return fail(parsed.status());
@@ -228,7 +252,7 @@ void Server::install_routes() {
       }
     }
 
-    auto outcome = m->infer(std::move(r.inputs));
+    auto outcome = m->infer(std::move(r.inputs), m->deadline_for(arrival, header_timeout));
     if (!outcome.ok()) return fail(outcome.status());
     mm.queue_seconds.observe(outcome->queue_seconds);
     mm.compute_seconds.observe(outcome->compute_seconds);
@@ -291,6 +315,10 @@ void Server::run() {
     metrics_thread.join();
   }
   for (auto& m : models_) m->shutdown();
+}
+
+void Server::cancel_runs() {
+  for (auto& m : models_) m->cancel_runs();
 }
 
 void Server::stop() {

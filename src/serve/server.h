@@ -7,7 +7,9 @@
 //
 // Every error answer is {"error": "GBX-E<code> <NAME>: ..."} with a 4xx/5xx status
 // (http_status() maps catalogue codes to statuses). stop() closes the listening sockets;
-// run() returns once the requests in flight have been answered.
+// run() returns once the requests in flight have been answered. A request's run stops at its
+// deadline (the model's --request-timeout, shortened by a Gearbox-Timeout header: 504
+// RUN_DEADLINE_EXCEEDED); cancel_runs() stops every run (503 RUN_CANCELLED).
 #pragma once
 
 #include <atomic>
@@ -51,6 +53,9 @@ class Server {
   void run();
   // Safe from any thread (the signal watcher calls it).
   void stop();
+  // Cancels every model's runs in flight and queued (RUN_CANCELLED, answered 503): the end of
+  // a shutdown's grace period. Safe from any thread.
+  void cancel_runs();
 
  private:
   void install_routes();

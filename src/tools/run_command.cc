@@ -1,7 +1,9 @@
 // `gearbox run MODEL`: runs a model on .npy inputs (or deterministic random ones), writes
 // outputs as .npy and reports latency; `--json` prints exactly one JSON object on stdout.
+// `--timeout SECONDS` gives each run a deadline (RUN_DEADLINE_EXCEEDED, exit 1).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <fmt/format.h>
@@ -26,6 +28,8 @@ struct RunOptions {
   int loop = 1;
   int warmup = 0;
   bool json = false;
+  double timeout = 0;          // --timeout: seconds each run may take
+  bool timeout_given = false;
   SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
   DumpOptions dump;      // --dump-tensors, --dump-dir
 };
@@ -45,6 +49,8 @@ std::string preview(const Tensor& t) {
 int run(const RunOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
     return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+  if (o.timeout_given && !(std::isfinite(o.timeout) && o.timeout > 0))
+    return report(make_error(ErrorCode::USAGE, "--timeout must be a number of seconds > 0 (got ", o.timeout, ")"));
   auto so = o.session.to_session_options();
   if (!so.ok()) return report(so.status());
   auto session = Session::load(o.model, *so);
@@ -57,7 +63,10 @@ int run(const RunOptions& o) {
   std::vector<double> times;
   for (int i = 0; i < o.warmup + o.loop; ++i) {
     auto t0 = std::chrono::steady_clock::now();
-    auto r = (*session)->run(*feeds);
+    gearbox::RunOptions run_options;  // each run gets --timeout seconds from its start
+    if (o.timeout_given) run_options.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                         std::chrono::duration<double>(o.timeout));
+    auto r = (*session)->run(*feeds, run_options);
     auto t1 = std::chrono::steady_clock::now();
     if (!r.ok()) return report(r.status());
     if (i >= o.warmup) times.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
@@ -133,9 +142,14 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
+  CLI::Option* timeout = sub->add_option(
+      "--timeout", o->timeout, "Stop a run that takes longer than SECONDS (RUN_DEADLINE_EXCEEDED; each warm-up and timed run)");
   add_session_flags(sub, &o->session);
   add_dump_options(sub, &o->dump);
-  sub->callback([o, action] { *action = [o] { return run(*o); }; });
+  sub->callback([o, action, timeout] {
+    o->timeout_given = timeout->count() > 0;
+    *action = [o] { return run(*o); };
+  });
 }
 
 }  // namespace gearbox::cli

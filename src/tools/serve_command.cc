@@ -1,11 +1,16 @@
 // `gearbox serve --model NAME=PATH ...`: the KServe v2 REST inference server (src/serve/).
 // Loads the models, binds the ports, prints where it listens, and serves until SIGTERM/SIGINT,
-// then stops accepting, drains the requests in flight and exits 0.
+// then stops accepting, drains the requests in flight and exits 0; runs still going after
+// --grace-period seconds are cancelled (base/run_options.h), so a stuck model cannot keep the
+// server from exiting.
 #include <malloc.h>
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,7 +37,19 @@ struct ServeOptions {
   int64_t max_request_bytes = 64ll << 20;
   std::string auth_token_file;
   bool prepare = true;
+  double request_timeout = 0;               // --request-timeout: every model's default, 0 none
+  std::vector<std::string> model_timeouts;  // --model-timeout NAME=SECONDS
+  double grace_period = 30;                 // --grace-period: SIGTERM to cancelling the runs
 };
+
+// A number of seconds >= 0 (`positive`: > 0) from a flag's value.
+Result<double> parse_seconds(const std::string& flag, const std::string& v, bool positive) {
+  char* end = nullptr;
+  const double seconds = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || (positive && seconds == 0))
+    return make_error(ErrorCode::USAGE, flag, " '", v, "' must be a number of seconds ", positive ? "> 0" : ">= 0");
+  return seconds;
+}
 
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -90,6 +107,18 @@ int serve(const ServeOptions& o) {
   if (!is_loopback(o.host) && so.auth_token.empty())
     GBX_LOG_WARN("SERVE", "listening on {} without --auth-token-file: anyone who can reach it can run the models", o.host);
 
+  if (!std::isfinite(o.request_timeout) || o.request_timeout < 0 || !std::isfinite(o.grace_period) || o.grace_period < 0)
+    return report(make_error(ErrorCode::USAGE, "--request-timeout and --grace-period must be numbers of seconds >= 0"));
+  std::map<std::string, double> model_timeouts;  // NAME -> seconds, checked against the models below
+  for (const auto& spec : o.model_timeouts) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return report(make_error(ErrorCode::USAGE, "--model-timeout '", spec, "' must be NAME=SECONDS"));
+    auto seconds = parse_seconds("--model-timeout " + spec.substr(0, eq), spec.substr(eq + 1), false);
+    if (!seconds.ok()) return report(seconds.status());
+    model_timeouts[spec.substr(0, eq)] = *seconds;
+  }
+
   serve::Metrics metrics;
   std::vector<std::unique_ptr<serve::ModelRunner>> runners;
   for (const auto& spec : o.models) {
@@ -118,11 +147,19 @@ int serve(const ServeOptions& o) {
     ro.workers = o.workers;
     ro.max_batch = o.max_batch;
     ro.batch_timeout_us = o.batch_timeout_us;
+    ro.request_timeout = o.request_timeout;
+    if (auto it = model_timeouts.find(name); it != model_timeouts.end()) {
+      ro.request_timeout = it->second;
+      model_timeouts.erase(it);
+    }
     const std::string version = "1";
     auto& mm = metrics.add_model(name, version, "cpu", ro.workers);
     runners.push_back(std::make_unique<serve::ModelRunner>(name, version, std::move(session).value(), ro, &mm));
   }
 
+  if (!model_timeouts.empty())
+    return report(make_error(ErrorCode::USAGE, "--model-timeout names '", model_timeouts.begin()->first,
+                             "', which is not a --model NAME"));
   serve::Server server(so, std::move(runners), &metrics);
   if (Status st = server.bind(); !st.ok()) return report(st);
   std::cout << "gearbox serve: listening on http://" << o.host << ":" << server.port();
@@ -131,13 +168,22 @@ int serve(const ServeOptions& o) {
 
   std::atomic<bool> finished{false};
   std::thread watcher([&] {
-    bool signalled = false;
+    bool signalled = false, cancelled = false;
+    std::chrono::steady_clock::time_point grace_end;
     timespec tick{0, 100 * 1000 * 1000};
     while (!finished) {
       int sig = sigtimedwait(&stop_signals, nullptr, &tick);
       if (sig > 0 && !signalled) {
         signalled = true;
-        GBX_LOG_INFO("SERVE", "signal {}: no new connections; draining requests in flight", sig);
+        grace_end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                            std::chrono::duration<double>(o.grace_period));
+        GBX_LOG_INFO("SERVE", "signal {}: no new connections; draining requests in flight (grace period {} s)", sig,
+                     o.grace_period);
+      }
+      if (signalled && !cancelled && std::chrono::steady_clock::now() >= grace_end) {
+        cancelled = true;
+        GBX_LOG_WARN("SERVE", "grace period of {} s over: cancelling the runs still in flight", o.grace_period);
+        server.cancel_runs();
       }
       // Repeated until run() returns: a stop() that lands before the listen loop has started
       // would otherwise be lost.
@@ -171,6 +217,12 @@ void add_serve_command(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--prepare,!--no-prepare", o->prepare,
                 "Run each model once on zero inputs at load, so the first request does not pay for primitive "
                 "creation and weight packing (default on; static input shapes only)");
+  sub->add_option("--request-timeout", o->request_timeout,
+                  "Seconds a request may take from its arrival, queue included, before it is answered 504 "
+                  "RUN_DEADLINE_EXCEEDED (default 0: no limit; a Gearbox-Timeout header may shorten it)");
+  sub->add_option("--model-timeout", o->model_timeouts, "NAME=SECONDS: --request-timeout for one model (repeatable)");
+  sub->add_option("--grace-period", o->grace_period,
+                  "Seconds after SIGTERM/SIGINT before the runs still in flight are cancelled (default 30)");
   sub->add_option("--auth-token-file", o->auth_token_file,
                   "Require 'Authorization: Bearer <token>' with the token in this file");
   sub->callback([o, action] { *action = [o] { return serve(*o); }; });

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "gearbox/gearbox.hpp"
 #include "graph/onnx_test_models.h"
 
 namespace {
@@ -332,6 +335,125 @@ TEST_F(Fixture, ConcurrentExecuteOnOneModelIsDeterministic) {
     EXPECT_EQ(failures[t], 0) << "thread " << t;
     EXPECT_EQ(mismatches[t], 0) << "thread " << t;
   }
+}
+
+// ---- run options: a Loop of 10^12 trips stopped by a timeout or the terminate flag ----------
+
+// x_final = Loop M times x = tanh(x * 0.5 + 1) (tests/graph/onnx_test_models.h), x0 [2, 3].
+struct LoopFixture : ::testing::Test {
+  void SetUp() override {
+    ASSERT_EQ(gbx_context_create(&ctx), GBX_OK);
+    const std::string bytes = gearbox::testing::serialize(gearbox::testing::tanh_loop_model());
+    ASSERT_EQ(gbx_model_load_memory(ctx, bytes.data(), bytes.size(), &model), GBX_OK) << gbx_last_error_message();
+    ASSERT_EQ(gbx_run_options_create(&options), GBX_OK);
+    const int64_t dims[2] = {2, 3};
+    for (int i = 0; i < 6; ++i) x0[i] = 0.25f * static_cast<float>(i) - 0.5f;
+    ASSERT_EQ(gbx_tensor_create_copy(GBX_DTYPE_FLOAT32, dims, 2, x0, sizeof(x0), &x), GBX_OK);
+  }
+  void TearDown() override {
+    gbx_tensor_destroy(x);
+    gbx_run_options_destroy(options);
+    gbx_model_destroy(model);
+    gbx_context_destroy(ctx);
+  }
+  // Executes M trips with `opts`; on success checks x_final against the loop computed here.
+  gbx_status run(int64_t trips, gbx_run_options opts) {
+    gbx_tensor m = nullptr, y = nullptr;
+    EXPECT_EQ(gbx_tensor_create_copy(GBX_DTYPE_INT64, nullptr, 0, &trips, sizeof(trips), &m), GBX_OK);
+    const char* names[2] = {"M", "x0"};
+    gbx_tensor in[2] = {m, x};
+    gbx_status st = gbx_execute_with_options(model, names, in, 2, &y, 1, opts);
+    if (st == GBX_OK) {
+      void* p = nullptr;
+      size_t bytes = 0;
+      EXPECT_EQ(gbx_tensor_data(y, &p, &bytes), GBX_OK);
+      EXPECT_EQ(bytes, sizeof(x0));
+      for (int i = 0; i < 6 && bytes == sizeof(x0); ++i) {
+        float want = x0[i];
+        for (int64_t t = 0; t < trips; ++t) want = std::tanh(want * 0.5f + 1.0f);
+        EXPECT_NEAR(static_cast<float*>(p)[i], want, 1e-6f) << i;
+      }
+    }
+    gbx_tensor_destroy(y);
+    gbx_tensor_destroy(m);
+    return st;
+  }
+  static constexpr int64_t kHuge = 1'000'000'000'000;
+  gbx_context ctx = nullptr;
+  gbx_model model = nullptr;
+  gbx_run_options options = nullptr;
+  gbx_tensor x = nullptr;
+  float x0[6];
+};
+
+TEST_F(LoopFixture, TimeoutStopsHugeLoopAndModelRunsAgain) {
+  ASSERT_EQ(gbx_run_options_set_timeout(options, 0.3), GBX_OK);
+  EXPECT_EQ(run(kHuge, options), 4008) << gbx_last_error_message();  // RUN_DEADLINE_EXCEEDED
+  EXPECT_NE(std::string(gbx_last_error_message()).find("RUN_DEADLINE_EXCEEDED"), std::string::npos);
+  EXPECT_EQ(run(6, options), GBX_OK) << gbx_last_error_message();  // same options, a short run
+  EXPECT_EQ(run(6, nullptr), GBX_OK) << gbx_last_error_message();
+  EXPECT_EQ(gbx_run_options_set_timeout(options, -1), 7007);
+  EXPECT_EQ(gbx_run_options_set_timeout(options, NAN), 7007);
+  EXPECT_EQ(gbx_run_options_set_timeout(nullptr, 1), 7007);
+}
+
+TEST_F(LoopFixture, TerminateFromAnotherThreadCancels) {
+  std::thread canceller([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gbx_run_options_set_terminate(options, 1);
+  });
+  EXPECT_EQ(run(kHuge, options), 4007) << gbx_last_error_message();  // RUN_CANCELLED
+  canceller.join();
+  EXPECT_EQ(run(2, options), 4007);  // the flag stays set until cleared
+  ASSERT_EQ(gbx_run_options_set_terminate(options, 0), GBX_OK);
+  EXPECT_EQ(run(2, options), GBX_OK) << gbx_last_error_message();
+}
+
+TEST_F(LoopFixture, AsyncRunStopsAtItsTimeout) {
+  gbx_stream stream = nullptr;
+  ASSERT_EQ(gbx_stream_create(ctx, &stream), GBX_OK);
+  ASSERT_EQ(gbx_run_options_set_timeout(options, 0.2), GBX_OK);
+  int64_t trips = kHuge;
+  gbx_tensor m = nullptr;
+  ASSERT_EQ(gbx_tensor_create_copy(GBX_DTYPE_INT64, nullptr, 0, &trips, sizeof(trips), &m), GBX_OK);
+  const char* names[2] = {"M", "x0"};
+  gbx_tensor in[2] = {m, x};
+  gbx_event e = nullptr;
+  ASSERT_EQ(gbx_execute_async_with_options(model, names, in, 2, stream, options, &e), GBX_OK);
+  gbx_run_options_destroy(options);  // the queued run keeps what it needs
+  options = nullptr;
+  EXPECT_EQ(gbx_event_wait(e), 4008) << gbx_last_error_message();
+  size_t n = 0;
+  EXPECT_EQ(gbx_event_output_count(e, &n), 4008);  // no outputs: the run's status
+  gbx_event_destroy(e);
+  gbx_tensor_destroy(m);
+  gbx_stream_destroy(stream);
+  EXPECT_EQ(run(3, nullptr), GBX_OK) << gbx_last_error_message();
+}
+
+// The C++ wrapper (gearbox.hpp) over the same calls.
+TEST_F(LoopFixture, CppRunOptions) {
+  auto cctx = gbx::Context::create();
+  ASSERT_TRUE(cctx.ok());
+  const std::string bytes = gearbox::testing::serialize(gearbox::testing::tanh_loop_model());
+  auto cmodel = gbx::Model::load_memory(*cctx, bytes.data(), bytes.size());
+  ASSERT_TRUE(cmodel.ok()) << cmodel.status().message();
+  auto opts = gbx::RunOptions::create();
+  ASSERT_TRUE(opts.ok());
+  ASSERT_TRUE(opts->set_timeout(0.3).ok());
+  auto m = gbx::Tensor::from_data<int64_t>({}, {kHuge});
+  auto xt = gbx::Tensor::from_data<float>({2, 3}, std::vector<float>(x0, x0 + 6));
+  auto r = cmodel->run({{"M", &*m}, {"x0", &*xt}}, *opts);
+  EXPECT_EQ(r.status().code(), 4008) << r.status().message();
+  ASSERT_TRUE(opts->terminate().ok());
+  auto m2 = gbx::Tensor::from_data<int64_t>({}, {1});
+  EXPECT_EQ(cmodel->run({{"M", &*m2}, {"x0", &*xt}}, *opts).status().code(), 4007);
+  ASSERT_TRUE(opts->unset_terminate().ok());
+  auto ok = cmodel->run({{"M", &*m2}, {"x0", &*xt}}, *opts);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  auto y = (*ok)[0].to_vector<float>();
+  ASSERT_EQ(y.size(), 6u);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(y[static_cast<size_t>(i)], std::tanh(x0[i] * 0.5f + 1.0f), 1e-6f) << i;
 }
 
 }  // namespace

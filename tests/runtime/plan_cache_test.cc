@@ -99,63 +99,9 @@ TEST(PlanCache, OutputsOutliveTheSession) {
 }
 
 // A 0-d tensor input/output (add_tensor_io leaves the shape out when there are no dims).
-void add_scalar_io(onnx::ValueInfoProto* vi, const std::string& name, int elem_type) {
-  testing::add_tensor_io(vi, name, elem_type, {});
-  vi->mutable_type()->mutable_tensor_type()->mutable_shape();
-}
-
-// x_final = Loop M times: x = tanh(x * k + 1), k = 0.5 an outer-scope initializer.
-onnx::ModelProto tanh_loop_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("tanh_loop");
-  add_scalar_io(g->add_input(), "M", onnx::TensorProto::INT64);
-  testing::add_tensor_io(g->add_input(), "x0", onnx::TensorProto::FLOAT, {"n", "3"});
-  testing::add_tensor_io(g->add_output(), "x_final", onnx::TensorProto::FLOAT, {"n", "3"});
-  auto* k = g->add_initializer();
-  k->set_name("k");
-  k->set_data_type(onnx::TensorProto::FLOAT);
-  k->add_float_data(0.5f);
-  auto* loop = g->add_node();
-  loop->set_op_type("Loop");
-  loop->set_name("loop");
-  loop->add_input("M");
-  loop->add_input("");
-  loop->add_input("x0");
-  loop->add_output("x_final");
-  auto* attr = loop->add_attribute();
-  attr->set_name("body");
-  attr->set_type(onnx::AttributeProto::GRAPH);
-  auto* body = attr->mutable_g();
-  body->set_name("body");
-  add_scalar_io(body->add_input(), "i", onnx::TensorProto::INT64);
-  add_scalar_io(body->add_input(), "cond", onnx::TensorProto::BOOL);
-  testing::add_tensor_io(body->add_input(), "x", onnx::TensorProto::FLOAT, {"n", "3"});
-  add_scalar_io(body->add_output(), "cond_out", onnx::TensorProto::BOOL);
-  testing::add_tensor_io(body->add_output(), "y", onnx::TensorProto::FLOAT, {"n", "3"});
-  auto* one = body->add_initializer();
-  one->set_name("one");
-  one->set_data_type(onnx::TensorProto::FLOAT);
-  one->add_float_data(1.0f);
-  auto add_node = [&](const char* op, std::vector<std::string> ins, const char* out) {
-    auto* n = body->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (auto& i : ins) n->add_input(i);
-    n->add_output(out);
-  };
-  add_node("Identity", {"cond"}, "cond_out");
-  add_node("Mul", {"x", "k"}, "a");
-  add_node("Add", {"a", "one"}, "b");
-  add_node("Tanh", {"b"}, "y");
-  return m;
-}
-
 // Runs the loop `trips` times on a fresh session; returns the heap allocations it made.
 uint64_t run_tanh_loop(int64_t trips) {
-  auto s = load(tanh_loop_model(), 4);
+  auto s = load(testing::tanh_loop_model(), 4);
   if (!s) return 0;
   const int64_t n = 64;
   Tensor x0(DType::F32, {n, 3});

@@ -11,6 +11,8 @@ Layout of OUT_DIR:
   fixed/model.onnx          z = x + 1 with x float32 [2,2] (a fixed first dim: no batching)
   colsum/model.onnx         s = ReduceSum(x, axes=[0], keepdims=0), x float32 [N,4]: a symbolic
                             first dim, but the output [4] is not batched along dim 0
+  loop/model.onnx           y = Loop M times (x = x * 0.5 + 1), M int64 scalar and x float32 [2,3]
+                            inputs: M = 10^12 runs for hours (request deadlines, SIGTERM grace)
 """
 import os
 import sys
@@ -105,6 +107,27 @@ def colsum(out):
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), os.path.join(out, "colsum/model.onnx"))
 
 
+def loop(out):
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Mul", ["x_in", "half"], ["a"]),
+         helper.make_node("Add", ["a", "one"], ["x_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)], "loop",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), os.path.join(out, "loop/model.onnx"))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -112,6 +135,7 @@ def main():
     dtypes(out)
     fixed(out)
     colsum(out)
+    loop(out)
 
 
 if __name__ == "__main__":

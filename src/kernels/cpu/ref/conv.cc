@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/run_options.h"
 #include "kernels/cpu/ref/gemm_core.h"
 #include "kernels/cpu/ref/nn_util.h"
 #include "kernels/kernel.h"
@@ -149,6 +150,8 @@ Status conv_typed(KernelContext& ctx, const Tensor& x, const Tensor& w, const Te
       return ctx.error(ErrorCode::KERNEL_FAILED, "im2col buffer too large");
     nn::Scratch<T> col(static_cast<size_t>(col_elems));
     for (int64_t i = 0; i < n; ++i) {
+      // Per image, outside the parallel GEMM: a large batch stops at its run's deadline.
+      GBX_RETURN_IF_ERROR(check_run_stop());
       im2col<T>(xp + i * c * in_plane, c, g, col.data());
       batch.clear();
       for (int64_t gi = 0; gi < group; ++gi)

@@ -8,6 +8,7 @@
 // row from its own last valid step.
 #include <cmath>
 
+#include "base/run_options.h"
 #include "kernels/cpu/ref/misc_util.h"
 #include "kernels/cpu/ref/ref_util.h"
 
@@ -145,6 +146,8 @@ Status rnn_common(KernelContext& ctx, Cell cell) {
     const size_t na = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 2 : 3;
     const Act &f = acts[d * na], &g = acts[d * na + (na > 1 ? 1 : 0)], &h = acts[d * na + (na > 2 ? 2 : 0)];
     for (int64_t b = 0; b < B; ++b) {
+      // Per (direction, batch row): a long sequence stops at its run's deadline (serial code).
+      GBX_RETURN_IF_ERROR(check_run_stop());
       std::vector<double> H(static_cast<size_t>(Hs), 0.0), C(static_cast<size_t>(Hs), 0.0);
       if (!h0.empty()) std::copy_n(&h0[sidx(d, b)], Hs, H.begin());
       if (!c0.empty()) std::copy_n(&c0[sidx(d, b)], Hs, C.begin());
