@@ -9,7 +9,13 @@ run through `gearbox run` and checked against numpy.
                                                 doctor MODEL lists the op path and the plugin's ops
   check_plugins.py unsupported --gearbox G --data DIR --op-path P
                                                 OP_UNSUPPORTED lists the op path and the loaded plugins
+  check_plugins.py gbm --gearbox G --data DIR --op-path P
+                                                compile to .gbm with the plugin, run it (numpy), and
+                                                without the plugin: PLUGIN_MISSING naming it
+  check_plugins.py profile --gearbox G --data DIR --op-path P
+                                                the profile counts the plugin's cost function's FLOPs
 """
+import csv
 import argparse
 import os
 import subprocess
@@ -65,6 +71,17 @@ def gearbox(cmd, env_op_path=None):
     return p
 
 
+def check_y(y, x, beta=1.0):
+    want = swiglu_ref(x, beta)
+    if y.shape != want.shape or y.dtype != x.dtype:
+        sys.exit(f"FAIL: y is {y.dtype}{y.shape}, numpy gives {want.dtype}{want.shape}")
+    tol = 1e-12 if x.dtype == np.float64 else 1e-5
+    err = np.max(np.abs(y - want))
+    if not np.allclose(y, want, rtol=tol, atol=tol):
+        sys.exit(f"FAIL: max |y - numpy| = {err}")
+    return err
+
+
 def run(a):
     beta = a.beta is not None
     model = os.path.join(a.data, "swiglu_beta.onnx" if beta else "swiglu.onnx")
@@ -77,14 +94,7 @@ def run(a):
         if p.returncode != 0:
             sys.exit(f"FAIL: gearbox run exited {p.returncode}:\n{p.stderr}")
         y = np.load(os.path.join(out, "y.npy"))
-    x = np.load(xfile)
-    want = swiglu_ref(x, a.beta if beta else 1.0)
-    if y.shape != want.shape or y.dtype != x.dtype:
-        sys.exit(f"FAIL: y is {y.dtype}{y.shape}, numpy gives {want.dtype}{want.shape}")
-    tol = 1e-12 if x.dtype == np.float64 else 1e-5
-    err = np.max(np.abs(y - want))
-    if not np.allclose(y, want, rtol=tol, atol=tol):
-        sys.exit(f"FAIL: max |y - numpy| = {err}")
+    err = check_y(y, np.load(xfile), a.beta if beta else 1.0)
     print(f"PASS: {os.path.basename(model)} matches numpy (max abs error {err:.3g})")
 
 
@@ -117,9 +127,48 @@ def unsupported(a):
     print("PASS: OP_UNSUPPORTED lists the op path and the loaded plugins")
 
 
+def gbm(a):
+    xfile = os.path.join(a.data, "x.npy")
+    with tempfile.TemporaryDirectory() as work:
+        model = os.path.join(work, "swiglu.gbm")
+        p = gearbox([a.gearbox, "compile", os.path.join(a.data, "swiglu.onnx"), "-o", model, "--op-path", a.op_path])
+        if p.returncode != 0:
+            sys.exit(f"FAIL: gearbox compile exited {p.returncode}:\n{p.stderr}")
+        p = gearbox([a.gearbox, "run", model, "--input", "x=" + xfile, "--output-dir", work, "--op-path", a.op_path])
+        if p.returncode != 0:
+            sys.exit(f"FAIL: gearbox run of the .gbm exited {p.returncode}:\n{p.stderr}")
+        err = check_y(np.load(os.path.join(work, "y.npy")), np.load(xfile))
+        p = gearbox([a.gearbox, "run", model, "--input", "x=" + xfile])
+        for want in ["PLUGIN_MISSING", "'swiglu' (com.example.SwiGLU)"]:
+            if want not in p.stderr:
+                sys.exit(f"FAIL: the .gbm's load without its plugin lacks '{want}' (exit {p.returncode}):\n{p.stderr}")
+        if p.returncode == 0:
+            sys.exit("FAIL: the .gbm ran without its plugin")
+    print(f"PASS: the .gbm runs with its plugin (max abs error {err:.3g}) and names it when it is missing")
+
+
+def profile(a):
+    loops = 3
+    with tempfile.TemporaryDirectory() as work:
+        p = gearbox([a.gearbox, "profile", os.path.join(a.data, "swiglu.onnx"), "--input",
+                     "x=" + os.path.join(a.data, "x.npy"), "--op-path", a.op_path, "--output-dir", work,
+                     "--loop", str(loops), "--warmup", "0"])
+        if p.returncode != 0:
+            sys.exit(f"FAIL: gearbox profile exited {p.returncode}:\n{p.stderr}")
+        with open(os.path.join(work, "op_summary.csv")) as f:
+            rows = [r for r in csv.DictReader(f) if r["kind"] == "node" and r["name"] == "swiglu_0"]
+    if not rows or rows[0]["engine"] != "plugin.swiglu":
+        sys.exit(f"FAIL: no node row for swiglu_0 on plugin.swiglu: {rows}")
+    # The plugin's cost function: 5 FLOPs per output element; y is [3, 5, 4].
+    want = int(rows[0]["calls"]) * 5 * 3 * 5 * 4
+    if float(rows[0]["flops"]) != want:
+        sys.exit(f"FAIL: the profile counts {rows[0]['flops']} FLOPs, the plugin's cost function gives {want}")
+    print(f"PASS: the profile counts the plugin's {want} FLOPs")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["generate", "run", "doctor", "unsupported"])
+    ap.add_argument("what", choices=["generate", "run", "doctor", "unsupported", "gbm", "profile"])
     ap.add_argument("dir", nargs="?")
     ap.add_argument("--gearbox")
     ap.add_argument("--data")
@@ -130,7 +179,7 @@ def main():
     if a.what == "generate":
         generate(a.dir)
     else:
-        {"run": run, "doctor": doctor, "unsupported": unsupported}[a.what](a)
+        {"run": run, "doctor": doctor, "unsupported": unsupported, "gbm": gbm, "profile": profile}[a.what](a)
 
 
 if __name__ == "__main__":
