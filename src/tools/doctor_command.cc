@@ -155,8 +155,18 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
 // The session options this environment gives (GEARBOX_ENGINES, GEARBOX_NUM_THREADS, ...),
 // resolved and validated as Session::create does: an engine this gearbox does not have
 // (GEARBOX_ENGINES=cuda) FAILs here rather than passing unchecked.
+// An error of the op path (a missing entry, a plugin that does not load): check_op_path's to report.
+bool is_op_path_error(const Status& st) {
+  const int code = static_cast<int>(st.code());
+  return (code >= 12001 && code <= 12019) ||
+         (st.code() == ErrorCode::USAGE && st.message().find("op path entry") != std::string::npos);
+}
+
 Check check_session_options() {
   auto o = resolve_session_options(SessionOptions{});
+  if (!o.ok() && is_op_path_error(o.status()))
+    return {"WARN", "engines", "not checked: the op path does not load (op_plugins says why)",
+            "Fix the op path as op_plugins says"};
   if (!o.ok())
     return {"FAIL", o.status().code() == ErrorCode::ENGINE_UNKNOWN ? "engines" : "session.options",
             o.status().to_string(), std::string(error_info(o.status().code()).fix)};
@@ -273,8 +283,7 @@ Check check_op_path(const std::string& op_path) {
   SessionOptions requested;
   requested.op_path = op_path;
   auto o = resolve_session_options(requested);
-  const int code = o.ok() ? 0 : static_cast<int>(o.status().code());
-  if (code >= 12001 && code <= 12019)
+  if (!o.ok() && is_op_path_error(o.status()))
     return {"FAIL", "op_plugins", o.status().to_string(), std::string(error_info(o.status().code()).fix)};
   const std::vector<std::string> searched = searched_op_path();
   if (searched.empty())
