@@ -92,6 +92,10 @@ GBX_API gbx_status gbx_device_memory(size_t* capacity, size_t* used, size_t* lar
 /* ---- contexts and models ----------------------------------------------------------- */
 GBX_API gbx_status gbx_context_create(gbx_context* out);
 GBX_API void gbx_context_destroy(gbx_context ctx);
+/* Custom-op plugins for the models this context loads from now on (include/gearbox/plugin.h):
+ * a colon-separated list of folders (every .so in them) and plugin libraries, searched before
+ * GEARBOX_OP_PATH. NULL or "": GEARBOX_OP_PATH only. A plugin's load error is the load's. */
+GBX_API gbx_status gbx_context_set_op_path(gbx_context ctx, const char* op_path);
 GBX_API gbx_status gbx_model_load_file(gbx_context ctx, const char* path, gbx_model* out);
 GBX_API gbx_status gbx_model_load_memory(gbx_context ctx, const void* data, size_t size, gbx_model* out);
 GBX_API void gbx_model_destroy(gbx_model model);

@@ -45,7 +45,16 @@ GBX_SAME_DTYPE(GBX_DTYPE_BFLOAT16, BF16);
 
 struct gbx_context_s {
   gearbox::device::Device* device = nullptr;
+  std::string op_path;  // gbx_context_set_op_path: SessionOptions::op_path of its models
 };
+
+namespace {
+gearbox::SessionOptions options_of(const gbx_context_s& ctx) {
+  gearbox::SessionOptions o;
+  o.op_path = ctx.op_path;
+  return o;
+}
+}  // namespace
 
 struct gbx_model_s {
   std::shared_ptr<const gearbox::Session> session;
@@ -243,17 +252,25 @@ gbx_status gbx_context_create(gbx_context* out) {
     if (out == nullptr) return invalid("out is NULL");
     auto d = gearbox::device::get_device(t_kind, t_index);
     if (!d.ok()) return fail(d.status());
-    *out = new gbx_context_s{*d};
+    *out = new gbx_context_s{*d, {}};
     return ok();
   });
 }
 
 void gbx_context_destroy(gbx_context ctx) { delete ctx; }
 
+gbx_status gbx_context_set_op_path(gbx_context ctx, const char* op_path) {
+  return guarded([&] {
+    if (ctx == nullptr) return invalid("ctx is NULL");
+    ctx->op_path = op_path ? op_path : "";
+    return ok();
+  });
+}
+
 gbx_status gbx_model_load_file(gbx_context ctx, const char* path, gbx_model* out) {
   return guarded([&] {
     if (ctx == nullptr || path == nullptr || out == nullptr) return invalid("ctx, path and out must not be NULL");
-    return make_model(gearbox::Session::load(path), out);
+    return make_model(gearbox::Session::load(path, options_of(*ctx)), out);
   });
 }
 
@@ -264,7 +281,7 @@ gbx_status gbx_model_load_memory(gbx_context ctx, const void* data, size_t size,
     // No base folder: a model from memory cannot refer to external data files.
     auto model = gearbox::import_onnx_bytes(std::string(static_cast<const char*>(data), size), "");
     if (!model.ok()) return fail(model.status());
-    return make_model(gearbox::Session::create(std::move(model).value()), out);
+    return make_model(gearbox::Session::create(std::move(model).value(), options_of(*ctx)), out);
   });
 }
 

@@ -201,6 +201,10 @@ KernelRegistry& KernelRegistry::global() {
 }
 
 bool KernelRegistry::add(KernelDef def) {
+  // Reserved once, with room to spare: plugins (kernels/plugin_ops.h) add entries after
+  // sessions took KernelDef pointers, which a reallocation would leave dangling; they check
+  // the room left first (register_plugin_ops).
+  if (defs_.capacity() == 0) defs_.reserve(8192);
   defs_.push_back(std::move(def));
   return true;
 }

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -289,6 +291,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::ControlFlow: return "control-flow";
     case OpKind::Random: return "random";
     case OpKind::Other: return "other";
+    case OpKind::Opaque: return "opaque";
   }
   return "other";
 }
@@ -344,11 +347,39 @@ GradientBuilder OpDescriptor::gradient() const {
   return t.gradients[static_cast<size_t>(this - t.entries.data())].load();
 }
 
+namespace {
+// Descriptors added at run time (plugins): a deque, so that the addresses handed out stay valid.
+struct AddedTable {
+  std::mutex mu;
+  std::deque<OpDescriptor> entries;
+};
+AddedTable& added_table() {
+  static AddedTable t;
+  return t;
+}
+}  // namespace
+
 const OpDescriptor* find_op_descriptor(std::string_view domain, std::string_view op_type) {
   const Table& t = table();
   if (domain == "ai.onnx") domain = "";
   auto it = t.index.find(std::pair(domain, op_type));
-  return it == t.index.end() ? nullptr : &t.entries[it->second];
+  if (it != t.index.end()) return &t.entries[it->second];
+  AddedTable& added = added_table();
+  std::lock_guard<std::mutex> lock(added.mu);
+  for (const OpDescriptor& d : added.entries)
+    if (d.domain == domain && d.op_type == op_type) return &d;
+  return nullptr;
+}
+
+Status add_op_descriptor(OpDescriptor d) {
+  if (d.domain == "ai.onnx") d.domain = "";
+  if (find_op_descriptor(d.domain, d.op_type))
+    return make_error(ErrorCode::INVALID_ARGUMENT, "op ", d.domain, d.domain.empty() ? "" : ".", d.op_type,
+                      " already has an op descriptor");
+  AddedTable& added = added_table();
+  std::lock_guard<std::mutex> lock(added.mu);
+  added.entries.push_back(std::move(d));
+  return Status::OK();
 }
 
 const OpDescriptor& op_descriptor(std::string_view domain, std::string_view op_type) {

@@ -41,6 +41,9 @@ enum class OpKind : uint8_t {
   ControlFlow,        // runs subgraphs or optionals (If, Loop, Scan, Optional)
   Random,             // draws random numbers: never folded, never deduplicated
   Other,
+  // A plugin's op (kernels/plugin_ops.h): gearbox knows its inputs, outputs and cost only, so
+  // no pass reasons about what it computes (never folded, fused, moved across or run in place).
+  Opaque,
 };
 std::string_view op_kind_name(OpKind k);
 
@@ -145,6 +148,9 @@ struct OpDescriptor {
   // may overwrite), this is what the kernel does, and the planner plans for it as executed.
   int kernel_overwrites_input = -1;
   CostFn flops = nullptr;
+  // Bytes moved (read and written) by one execution, where the op knows better than the sizes
+  // of its tensors (a plugin's cost); null or a negative answer: those sizes (runtime/op_cost.h).
+  CostFn bytes = nullptr;
   // The registered gradient, or null (register_gradient).
   GradientBuilder gradient() const;
 };
@@ -158,6 +164,11 @@ const OpDescriptor& op_descriptor(std::string_view domain, std::string_view op_t
 const OpDescriptor& op_descriptor_qualified(std::string_view qualified_op);
 // Every entry of the table.
 std::span<const OpDescriptor> all_op_descriptors();
+
+// Adds the descriptor of an op registered at run time (a plugin's, kernels/plugin_ops.h),
+// found by find_op_descriptor from then on. Its domain and op_type must outlive the process.
+// INVALID_ARGUMENT when the table (or an earlier add) already describes (domain, op_type).
+Status add_op_descriptor(OpDescriptor d);
 
 // Sets the gradient of (domain, op_type): OP_UNSUPPORTED when the table has no such op.
 Status register_gradient(std::string_view domain, std::string_view op_type, GradientBuilder builder);

@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "runtime/control_flow.h"
 #include "runtime/node_observer.h"
+#include "runtime/plugin_loader.h"
 #include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
 #include "runtime/partitioner.h"
@@ -88,7 +89,7 @@ Status Executor::plan_graph(const Graph& graph) {
         if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
       return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
                         ") has no kernel on engine(s) ", join(order, ","),
-                        other_opset ? " at this opset (other opsets are supported)" : "");
+                        other_opset ? " at this opset (other opsets are supported)" : "", op_path_note());
     }
     // Whether the choice can depend on run-time dims: a candidate before the first that
     // statically accepts the node answers "later".

@@ -22,6 +22,13 @@ OpCost op_cost(const KernelContext& ctx, const std::vector<RuntimeValue>& outs) 
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i)) c.bytes_read += value_bytes(ctx.input_value(i));
   for (const RuntimeValue& v : outs) c.bytes_written += value_bytes(v);
+  const OpDescriptor& d = op_descriptor(ctx.op().domain, ctx.op().op_type);
+  if (d.bytes) {
+    // The op's own count is the total; what it wrote is still the outputs' size.
+    const double total = d.bytes(ctx, outs);
+    if (total >= 0)
+      c.bytes_read = total > static_cast<double>(c.bytes_written) ? static_cast<uint64_t>(total) - c.bytes_written : 0;
+  }
   if (outs.empty() || !outs[0].is_tensor()) return c;
   c.flops = op_descriptor(ctx.op().domain, ctx.op().op_type).flops(ctx, outs);
   return c;

@@ -15,7 +15,10 @@
 //   * everything else: one FLOP per output element (element-wise ops, reductions, pooling
 //     counted by output, which makes them look as memory-bound as they are).
 // Each op type's count is the cost function of its op descriptor (kernels/op_descriptor.h).
-// Bytes: the sizes of all input tensors (read) and all output tensors (written).
+// Bytes: the sizes of all input tensors (read) and all output tensors (written); an op whose
+// descriptor has a bytes function (a plugin op with a cost function) gives the total itself,
+// and what it read is that total less the outputs written.
+// A plugin op's FLOPs are its cost function's, else one per output element.
 #pragma once
 
 #include <cstdint>

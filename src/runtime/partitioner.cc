@@ -8,6 +8,7 @@
 #include "base/strings.h"
 #include "kernels/kernel.h"
 #include "runtime/control_flow.h"
+#include "runtime/plugin_loader.h"
 
 namespace gearbox {
 
@@ -92,8 +93,9 @@ Status unsupported(const Node& n, const std::vector<std::string>& engines) {
   else
     fix = "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
           "operators";
+  // Where a plugin could have come from, and which ones did (runtime/plugin_loader.h).
   return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                    ") has no kernel on the engines tried (", join(engines), "); ", fix);
+                    ") has no kernel on the engines tried (", join(engines), "); ", fix, op_path_note());
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {

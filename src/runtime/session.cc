@@ -3,9 +3,12 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "base/buffer_version.h"
 #include "base/logging.h"
@@ -17,6 +20,7 @@
 #include "graph/onnx_importer.h"
 #include "runtime/executor.h"
 #include "runtime/plan_cache.h"
+#include "runtime/plugin_loader.h"
 #include "runtime/profiler.h"
 
 namespace gearbox {
@@ -60,6 +64,31 @@ std::string shape_signature(const std::vector<RuntimeValue>& inputs) {
     }
   }
   return sig;
+}
+
+// The plugin engines ("plugin.<name>") the nodes of a compiled model ran on, each with the ops
+// it ran, that are not in `engines` (a .gbm keeps each node's engine: runtime/partitioner.h).
+void missing_plugin_engines(const Graph& g, const std::vector<std::string>& engines,
+                            std::map<std::string, std::set<std::string>>* missing) {
+  for (const auto& n : g.nodes) {
+    if (n->engine.rfind("plugin.", 0) == 0 && std::find(engines.begin(), engines.end(), n->engine) == engines.end())
+      (*missing)[n->engine].insert(n->qualified_op());
+    for_each_subgraph(*n, [&](const Graph& sub) { missing_plugin_engines(sub, engines, missing); });
+  }
+}
+
+// PLUGIN_MISSING when a compiled model's plugin ops have no plugin of that name in this session.
+Status check_compiled_plugins(const Model& model, const std::string& engine_list) {
+  std::map<std::string, std::set<std::string>> missing;
+  missing_plugin_engines(*model.graph, split_list(engine_list), &missing);
+  if (missing.empty()) return Status::OK();
+  std::vector<std::string> names;
+  for (const auto& [engine, ops] : missing)
+    names.push_back("'" + engine.substr(7) + "' (" + join({ops.begin(), ops.end()}) + ")");
+  return make_error(ErrorCode::PLUGIN_MISSING, "the compiled model", model.path.empty() ? "" : " '" + model.path + "'",
+                    " needs the plugin(s) ", join(names),
+                    ", which this session did not load: put their libraries on GEARBOX_OP_PATH or pass --op-path",
+                    op_path_note());
 }
 
 }  // namespace
@@ -113,6 +142,7 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   device::configure_openmp();  // before this process's first OpenMP call
   std::unique_ptr<Session> s(new Session());
   GBX_ASSIGN_OR_RETURN(s->options_, resolve_session_options(std::move(options)));
+  if (compiled) GBX_RETURN_IF_ERROR(check_compiled_plugins(model, s->options_.engine));
   s->model_ = std::move(model);
   for (const Value* v : s->model_.graph->inputs) s->inputs_.push_back({v->name, v->type});
   for (const Value* v : s->model_.graph->outputs) s->outputs_.push_back({v->name, v->type});

@@ -69,11 +69,16 @@ struct SessionOptions {
   // pool when its shapes are static (runtime/arena.h); false: every tensor from the plan's
   // buffer pool (power-of-two blocks), as before the arena.
   bool arena = true;
+  // Custom-op plugins (include/gearbox/plugin.h): a colon-separated list of folders (every
+  // *.so in them) and library files, loaded at create before GEARBOX_OP_PATH's entries (both
+  // are used). Resolved: the two lists joined, without repeats; every plugin they hold is
+  // loaded and its engine ("plugin.<name>") added at the end of `engine`.
+  std::string op_path;
 };
 
 // `requested` with every unset field filled from the environment (GEARBOX_ENGINES,
-// GEARBOX_NUM_THREADS, GEARBOX_PLAN_CACHE_SIZE, GEARBOX_DISABLE_PASSES, GEARBOX_CONV_WINOGRAD)
-// or the default, and validated: an engine name that is not an engine of this gearbox is
+// GEARBOX_NUM_THREADS, GEARBOX_PLAN_CACHE_SIZE, GEARBOX_DISABLE_PASSES, GEARBOX_CONV_WINOGRAD,
+// GEARBOX_OP_PATH, whose plugins it loads: runtime/plugin_loader.h) or the default, and validated: an engine name that is not an engine of this gearbox is
 // ENGINE_UNKNOWN, a malformed number USAGE (naming the variable and the value), a pass name
 // PASS_UNKNOWN. The result has threads > 0, plan_cache_size >= 0,
 // conv_winograd 0 or 1 and optimizer.use_env false, so resolving it again changes nothing.

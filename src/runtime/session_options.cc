@@ -1,6 +1,6 @@
 // resolve_session_options: the one place a session's environment variables are read
 // (GEARBOX_ENGINES, GEARBOX_NUM_THREADS, GEARBOX_PLAN_CACHE_SIZE, GEARBOX_DISABLE_PASSES,
-// GEARBOX_CONV_WINOGRAD), once, when a session is created or gearbox compile starts. Nothing
+// GEARBOX_CONV_WINOGRAD, GEARBOX_OP_PATH), once, when a session is created or gearbox compile starts. Nothing
 // on a run's path and no kernel reads the environment: they get the resolved SessionOptions.
 #include <omp.h>
 
@@ -14,6 +14,7 @@
 #include "base/strings.h"
 #include "device/openmp.h"
 #include "kernels/kernel.h"
+#include "runtime/plugin_loader.h"
 #include "runtime/session.h"
 
 namespace gearbox {
@@ -67,6 +68,23 @@ std::string resolve_engines(const std::string& requested) {
 }
 
 Result<SessionOptions> resolve_session_options(SessionOptions o) {
+  // Plugins first: their engines ("plugin.<name>") are engines of this gearbox from then on,
+  // which a --engines list may name. The option's entries come before GEARBOX_OP_PATH's;
+  // once resolved, op_path holds both, so resolving again loads nothing new.
+  std::vector<OpPathEntry> op_path;
+  std::vector<std::string> op_path_list;
+  auto add_entries = [&](const std::string& list, const char* source) {
+    for (const std::string& e : split_list(list, ':'))
+      if (std::find(op_path_list.begin(), op_path_list.end(), e) == op_path_list.end()) {
+        op_path_list.push_back(e);
+        op_path.push_back({e, source});
+      }
+  };
+  add_entries(o.op_path, "--op-path");
+  add_entries(env_value("GEARBOX_OP_PATH"), "GEARBOX_OP_PATH");
+  o.op_path = join(op_path_list, ":");
+  GBX_ASSIGN_OR_RETURN(std::vector<std::string> plugin_engines, load_op_path(op_path));
+
   // Engines: each name of the list must be an engine of this gearbox; a misspelt one would
   // otherwise be skipped silently and its nodes run elsewhere.
   const bool engines_from_env = o.engine.empty() && !env_value("GEARBOX_ENGINES").empty();
@@ -81,6 +99,9 @@ Result<SessionOptions> resolve_session_options(SessionOptions o) {
     if (std::find(known.begin(), known.end(), e) == known.end())
       return make_error(ErrorCode::ENGINE_UNKNOWN, engines_where, " '", o.engine, "': '", e,
                         "' is not an engine of this gearbox; the engines are ", join(known));
+  // A plugin's engine comes after the built-in ones: a built-in kernel keeps its ops.
+  for (const std::string& e : plugin_engines)
+    if (std::find(list.begin(), list.end(), e) == list.end()) list.push_back(e);
   o.engine = join(list, ",");
 
   if (o.threads < 0)

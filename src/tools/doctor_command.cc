@@ -24,6 +24,7 @@
 #include "device/runtime_libraries.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
+#include "runtime/plugin_loader.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
 
@@ -41,6 +42,7 @@ using namespace gearbox::device;
 struct DoctorOptions {
   std::string model;
   bool json = false;
+  std::string op_path;  // --op-path, as the session flag
 };
 
 struct Check {
@@ -91,8 +93,10 @@ Result<gbm::Info> gbm_info(const std::string& path) {
 // The pre-load verdict: the model imported (or read), optimized and partitioned exactly as
 // `gearbox run` would with this environment, so an op no engine serves (OP_UNSUPPORTED), a
 // bad GEARBOX_ENGINES or any other load error FAILs here, naming it, instead of at the run.
-Check check_model_loads(const std::string& path) {
-  auto session = Session::load(path);
+Check check_model_loads(const std::string& path, const std::string& op_path) {
+  SessionOptions options;
+  options.op_path = op_path;
+  auto session = Session::load(path, options);
   if (!session.ok()) {
     const Status& st = session.status();
     return {"FAIL", "model.partition", st.to_string(), std::string(error_info(st.code()).fix)};
@@ -101,7 +105,7 @@ Check check_model_loads(const std::string& path) {
                                          (*session)->partition().summary(), ""};
 }
 
-std::vector<Check> check_model(const std::string& path, const Capabilities& caps) {
+std::vector<Check> check_model(const std::string& path, const Capabilities& caps, const std::string& op_path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return {{"FAIL", "model.open", "cannot open " + path, "Check the path and its permissions (ls -l " + path + ")"}};
@@ -144,15 +148,25 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
   } else {
     out.push_back({"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""});
   }
-  out.push_back(check_model_loads(path));
+  out.push_back(check_model_loads(path, op_path));
   return out;
 }
 
 // The session options this environment gives (GEARBOX_ENGINES, GEARBOX_NUM_THREADS, ...),
 // resolved and validated as Session::create does: an engine this gearbox does not have
 // (GEARBOX_ENGINES=cuda) FAILs here rather than passing unchecked.
+// An error of the op path (a missing entry, a plugin that does not load): check_op_path's to report.
+bool is_op_path_error(const Status& st) {
+  const int code = static_cast<int>(st.code());
+  return (code >= 12001 && code <= 12019) ||
+         (st.code() == ErrorCode::USAGE && st.message().find("op path entry") != std::string::npos);
+}
+
 Check check_session_options() {
   auto o = resolve_session_options(SessionOptions{});
+  if (!o.ok() && is_op_path_error(o.status()))
+    return {"WARN", "engines", "not checked: the op path does not load (op_plugins says why)",
+            "Fix the op path as op_plugins says"};
   if (!o.ok())
     return {"FAIL", o.status().code() == ErrorCode::ENGINE_UNKNOWN ? "engines" : "session.options",
             o.status().to_string(), std::string(error_info(o.status().code()).fix)};
@@ -263,28 +277,29 @@ Check check_threads(const Capabilities& caps) {
   return {"PASS", "threads", detail, ""};
 }
 
-Check check_op_path() {
-  std::string p = env("GEARBOX_OP_PATH");
-  if (p.empty()) return {"PASS", "op_plugins", "GEARBOX_OP_PATH not set (this gearbox loads no custom-op plugins)", ""};
-  std::vector<std::string> bad;
-  int libs = 0;
-  for (const std::string& dir : split_list(p, ':')) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), R_OK | X_OK) != 0) {
-      bad.push_back(dir);
-      continue;
-    }
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      if (e.path().extension() == ".so") ++libs;
-  }
-  if (!bad.empty())
-    return {"FAIL", "op_plugins", "GEARBOX_OP_PATH names folders that do not exist or cannot be read: " + join(bad),
-            "Fix GEARBOX_OP_PATH (a colon-separated list of folders holding plugin .so files)"};
-  // Nothing in this gearbox loads them: saying they were found would suggest they run.
-  return {"WARN", "op_plugins",
-          "GEARBOX_OP_PATH=" + p + " holds " + std::to_string(libs) +
-              " .so file(s), but this gearbox has no custom-op plugin loader: none of them is loaded",
-          "Unset GEARBOX_OP_PATH; a custom operator needs a kernel registered in the build (docs/architecture.md)"};
+// The op path (--op-path, then GEARBOX_OP_PATH) loaded as a session loads it: the entries
+// searched and the plugins loaded with their ops, or the error a session would stop with.
+Check check_op_path(const std::string& op_path) {
+  SessionOptions requested;
+  requested.op_path = op_path;
+  auto o = resolve_session_options(requested);
+  if (!o.ok() && is_op_path_error(o.status()))
+    return {"FAIL", "op_plugins", o.status().to_string(), std::string(error_info(o.status().code()).fix)};
+  const std::vector<std::string> searched = searched_op_path();
+  if (searched.empty())
+    return {"PASS", "op_plugins",
+            "no op path (GEARBOX_OP_PATH unset, no --op-path): no custom-op plugin is loaded", ""};
+  std::vector<std::string> plugins;
+  for (const PluginInfo& p : registered_plugins())
+    plugins.push_back(p.name + " " + p.version + " (" + p.path + ", engine " + p.engine + "): " + join(p.ops));
+  std::string where = op_path.empty() ? "GEARBOX_OP_PATH" : env("GEARBOX_OP_PATH").empty() ? "--op-path" : "--op-path, GEARBOX_OP_PATH";
+  if (plugins.empty())
+    return {"WARN", "op_plugins", "op path searched: " + join(searched, ":") + " (" + where + "): it holds no plugin library",
+            "Put plugin .so files in those folders (docs/custom_ops.md), or unset GEARBOX_OP_PATH"};
+  return {"PASS", "op_plugins",
+          "op path searched: " + join(searched, ":") + " (" + where + "); " + std::to_string(plugins.size()) +
+              " plugin(s) loaded: " + join(plugins, "; "),
+          ""};
 }
 
 Check check_log_dir() {
@@ -319,12 +334,12 @@ int doctor(const DoctorOptions& o) {
   checks.push_back(check_build_isa(caps));
   checks.push_back(check_fast_isa(caps));
   if (!o.model.empty())
-    for (auto& c : check_model(o.model, caps)) checks.push_back(c);
+    for (auto& c : check_model(o.model, caps, o.op_path)) checks.push_back(c);
   for (auto& c : check_libraries()) checks.push_back(c);
   for (auto& c : check_environment(caps)) checks.push_back(c);
   checks.push_back(check_session_options());
   checks.push_back(check_threads(caps));
-  checks.push_back(check_op_path());
+  checks.push_back(check_op_path(o.op_path));
   checks.push_back(check_log_dir());
   checks.push_back(check_pool());
   int pass = 0, warn = 0, fail = 0;
@@ -353,6 +368,9 @@ void add_doctor_command(CLI::App& app, std::function<int()>* action) {
   CLI::App* sub = app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
   sub->add_option("model", o->model, "A model (.onnx or .gbm) to check against this machine");
   sub->add_flag("--json", o->json, "Print the checks as JSON");
+  sub->add_option("--op-path", o->op_path,
+                  "Custom-op plugins to load, as for gearbox run (folders and .so files, colon-separated; before "
+                  "GEARBOX_OP_PATH)");
   sub->callback([o, action] { *action = [o] { return doctor(*o); }; });
 }
 

@@ -14,6 +14,7 @@ Result<SessionOptions> SessionFlags::to_session_options(SessionOptions o) const 
     GBX_ASSIGN_OR_RETURN(o.optimizer.switches, read_fusion_switch_file(fusion_switch));
   }
   if (no_winograd) o.conv_winograd = 0;
+  if (!op_path.empty()) o.op_path = op_path;
   return o;
 }
 
@@ -30,6 +31,9 @@ void add_session_flags(CLI::App* sub, SessionFlags* f) {
   sub->add_flag("--no-winograd", f->no_winograd,
                 "Run every oneDNN convolution with the direct algorithm (default: GEARBOX_CONV_WINOGRAD, else Winograd "
                 "where it pays)");
+  sub->add_option("--op-path", f->op_path,
+                  "Custom-op plugins to load: a colon-separated list of folders (every .so in them) and plugin "
+                  "libraries, searched before GEARBOX_OP_PATH (docs/custom_ops.md)");
 }
 
 }  // namespace gearbox::cli

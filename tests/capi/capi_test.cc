@@ -457,3 +457,57 @@ TEST_F(LoopFixture, CppRunOptions) {
 }
 
 }  // namespace
+
+// gbx_context_set_op_path: the context's models load the plugins of its op path. The SwiGLU
+// test plugin (tests/plugins/swiglu_plugin.c) against the formula computed here; a missing op
+// path entry is USAGE (5001) naming it; a NULL context is INVALID_ARGUMENT.
+TEST(CApi, ContextOpPathLoadsPlugins) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* example = m.add_opset_import();
+  example->set_domain("com.example");
+  example->set_version(1);
+  auto* g = m.mutable_graph();
+  g->set_name("swiglu");
+  gearbox::testing::add_tensor_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2", "6"});
+  gearbox::testing::add_tensor_io(g->add_output(), "y", onnx::TensorProto::FLOAT, {"2", "3"});
+  auto* n = g->add_node();
+  n->set_op_type("SwiGLU");
+  n->set_domain("com.example");
+  n->set_name("swiglu_0");
+  n->add_input("x");
+  n->add_output("y");
+  const std::string bytes = gearbox::testing::serialize(m);
+
+  gbx_context ctx = nullptr;
+  ASSERT_EQ(gbx_context_create(&ctx), GBX_OK);
+  gbx_model model = nullptr;
+  EXPECT_EQ(gbx_context_set_op_path(nullptr, "x"), 7007);
+  ASSERT_EQ(gbx_context_set_op_path(ctx, "/nonexistent/plugins"), GBX_OK);
+  EXPECT_EQ(gbx_model_load_memory(ctx, bytes.data(), bytes.size(), &model), 5001);
+  EXPECT_NE(std::string(gbx_last_error_message()).find("/nonexistent/plugins"), std::string::npos)
+      << gbx_last_error_message();
+  ASSERT_EQ(gbx_context_set_op_path(ctx, GEARBOX_TEST_SWIGLU_PLUGIN), GBX_OK);
+  ASSERT_EQ(gbx_model_load_memory(ctx, bytes.data(), bytes.size(), &model), GBX_OK) << gbx_last_error_message();
+
+  const std::vector<float> xv = weights(12, 9);
+  int64_t dims[2] = {2, 6};
+  gbx_tensor x = nullptr, y = nullptr;
+  ASSERT_EQ(gbx_tensor_create_copy(GBX_DTYPE_FLOAT32, dims, 2, xv.data(), xv.size() * sizeof(float), &x), GBX_OK);
+  const char* name = "x";
+  ASSERT_EQ(gbx_execute(model, &name, &x, 1, &y, 1), GBX_OK) << gbx_last_error_message();
+  void* p = nullptr;
+  size_t nbytes = 0;
+  ASSERT_EQ(gbx_tensor_data(y, &p, &nbytes), GBX_OK);
+  ASSERT_EQ(nbytes, 6 * sizeof(float));
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 3; ++j) {
+      const double a = xv[r * 6 + j], b = xv[r * 6 + 3 + j];
+      EXPECT_NEAR(static_cast<float*>(p)[r * 3 + j], a / (1 + std::exp(-a)) * b, 1e-6) << r << "," << j;
+    }
+  gbx_tensor_destroy(x);
+  gbx_tensor_destroy(y);
+  gbx_model_destroy(model);
+  gbx_context_destroy(ctx);
+}

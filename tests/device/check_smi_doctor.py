@@ -214,13 +214,18 @@ check(doctor(rc=0)["engines"]["status"] == "PASS", "doctor: the default engine l
 checks = doctor(env={"GEARBOX_NUM_THREADS": "abc"}, rc=1)
 check(checks["session.options"]["status"] == "FAIL" and "GEARBOX_NUM_THREADS" in checks["session.options"]["detail"],
       f"doctor: GEARBOX_NUM_THREADS=abc is refused as a session would: {checks.get('session.options')}")
-# ... plugin libraries on GEARBOX_OP_PATH are not reported as if something loaded them ...
+# ... the libraries on GEARBOX_OP_PATH are loaded as a session loads them: an empty folder is a
+# WARN naming it, a file that is no shared library a FAIL naming it (tests/plugins checks the
+# listing of plugins that load) ...
 plugins = os.path.join(WORK, "plugins")
 os.makedirs(plugins, exist_ok=True)
-open(os.path.join(plugins, "libmyop.so"), "wb").close()
 op = doctor(env={"GEARBOX_OP_PATH": plugins}, rc=0)["op_plugins"]
-check(op["status"] == "WARN" and "none of them is loaded" in op["detail"] and op["fix"],
-      f"doctor: a plugin folder is a WARN that nothing loads it: {op}")
+check(op["status"] == "WARN" and "op path searched: " + plugins in op["detail"] and op["fix"],
+      f"doctor: a folder without plugins is a WARN naming it: {op}")
+open(os.path.join(plugins, "libmyop.so"), "wb").close()
+op = doctor(env={"GEARBOX_OP_PATH": plugins}, rc=1)["op_plugins"]
+check(op["status"] == "FAIL" and "PLUGIN_LOAD_FAILED" in op["detail"] and "libmyop.so" in op["detail"],
+      f"doctor: a library that does not load is a FAIL naming it: {op}")
 # ... a model with an op no engine serves FAILs before any run, naming the op ...
 g = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"])], "g", [x], [y])
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
