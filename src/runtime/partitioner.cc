@@ -92,8 +92,8 @@ Status unsupported(const Node& n, const std::vector<std::string>& engines) {
   else
     fix = "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
           "operators";
-  return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                    ") has no kernel on the engines tried (", join(engines), "); ", fix);
+  return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.op_type, " (domain ",
+                    n.domain.empty() ? "ai.onnx" : n.domain, ", opset ", n.opset, ") has no kernel on the engines tried (", join(engines), "); ", fix);
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {

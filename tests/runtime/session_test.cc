@@ -91,6 +91,22 @@ TEST(Session, AcceptsOneElementArraysForScalarsAndBack) {
   EXPECT_EQ((*s)->run({{"s", Tensor(DType::F64, {1})}, {"v", v0}}).status().code(), ErrorCode::INPUT_DTYPE_MISMATCH);
 }
 
+// An op no ONNX schema knows, in the default domain: the import goes on and the session says
+// which node, which op in which domain at which opset, and which engines it tried.
+TEST(Session, UnknownDefaultDomainOpNamesNodeOpsetAndEngines) {
+  onnx::ModelProto m = testing::add_relu_model(13);
+  m.mutable_graph()->mutable_node(1)->set_op_type("NoSuchRelu");
+  auto model = import_onnx_bytes(testing::serialize(m), "");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  ASSERT_EQ(model->graph->nodes[1]->domain, "");  // the checker's rewrite is undone
+  auto s = Session::create(std::move(model).value());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ErrorCode::OP_UNSUPPORTED) << s.status().to_string();
+  const std::string msg = s.status().message();
+  for (const char* part : {"node 'relu'", "NoSuchRelu", "domain ai.onnx", "opset 13", "cpu.ref"})
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " missing from: " << msg;
+}
+
 TEST(Session, BroadcastMismatchIsAnErrorNotACrash) {
   auto model = import_onnx_bytes(testing::serialize(testing::add_relu_model()), "");
   ASSERT_TRUE(model.ok());
