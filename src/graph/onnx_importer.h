@@ -24,7 +24,7 @@ struct ImportOptions {
 };
 
 // The ai.onnx opset range gearbox accepts.
-inline constexpr int kMinOpset = 7;
+inline constexpr int kMinOpset = 1;
 inline constexpr int kMaxOpset = 18;
 
 Result<Model> import_onnx_file(const std::string& path, const ImportOptions& options = {});

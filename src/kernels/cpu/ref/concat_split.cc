@@ -11,9 +11,11 @@ Status concat(KernelContext &ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   const Tensor &first = ctx.input(0);
   const int64_t rank = int64_t(first.rank());
-  if (!ctx.has_attr("axis")) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Concat needs the axis attribute");
+  // Concat-1..3 default the axis to 1; from 4 it is required.
+  if (!ctx.has_attr("axis") && ctx.opset() >= 4)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Concat needs the axis attribute");
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "Concat cannot join scalars");
-  GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
+  GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0), rank));
   Dims out = first.dims();
   out[size_t(axis)] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
