@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
 
 namespace gearbox {
 namespace {

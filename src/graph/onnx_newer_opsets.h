@@ -2,8 +2,8 @@
 //
 // libonnx's checker and shape inference judge every node against the schema of its op at the
 // model's opset. For opsets past 17 that schema is missing or stale (Reduce* with axes as an
-// input, Split's num_outputs, ...), so the importer hands libonnx a *checking copy* of the
-// model instead (prepare_checking_copy): ai.onnx clamped to 17, where every op whose schema is
+// input, Split's num_outputs, ...), so the importer shows libonnx a *checking view* of the
+// model instead (CheckingView, undone afterwards): ai.onnx clamped to 17, where every op whose schema is
 // unchanged is judged exactly as at the model's opset; the ops that changed or appeared after
 // 17 moved into gearbox's shadow domain, where this file registers their newer schemas (built
 // from libonnx's own older ones where the change is an added input or attribute), so they
