@@ -24,8 +24,8 @@ struct ImportOptions {
 };
 
 // The ai.onnx opset range gearbox accepts.
-inline constexpr int kMinOpset = 7;
-inline constexpr int kMaxOpset = 17;
+inline constexpr int kMinOpset = 1;
+inline constexpr int kMaxOpset = 18;
 
 Result<Model> import_onnx_file(const std::string& path, const ImportOptions& options = {});
 // `base_dir` is where external data files are looked up; empty refuses external data.

@@ -11,7 +11,7 @@
 //     ctx.set_output(0, std::move(y));
 //     return Status::OK();
 //   }
-//   GBX_REGISTER_KERNEL({"", "Relu", 6, 17, kEngineRef, {DType::F32, DType::F64}, relu});
+//   GBX_REGISTER_KERNEL({"", "Relu", 6, 18, kEngineRef, {DType::F32, DType::F64}, relu});
 //
 // Rules: never write into an input tensor (buffers are shared); report bad input with an
 // error from the catalogue (never abort); check dtypes you do not handle and return

@@ -8,7 +8,7 @@
 //
 // Declared next to the registration, keyed by the kernel function:
 //
-//   GBX_REGISTER_KERNEL({"", "Add", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Add>});
+//   GBX_REGISTER_KERNEL({"", "Add", 7, 18, kEngineSimd, {DType::F32}, binary<BinaryOp::Add>});
 //   GBX_KERNEL_SUPPORT(binary<BinaryOp::Add>, {.inputs = {{DType::F32}, {DType::F32}},
 //                                              .supports = binary_supports});
 //

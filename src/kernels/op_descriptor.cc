@@ -164,7 +164,7 @@ std::vector<OpDescriptor> build_table() {
       unary("LeakyRelu", A::LeakyRelu), unary("Log"), unary("Mish"), unary("Neg"), unary("Reciprocal"),
       unary("Relu", A::Relu), unary("Round"), unary("Selu"), unary("Shrink"), unary("Sigmoid", A::Sigmoid),
       unary("Sign"), unary("Sin"), unary("Sinh"), unary("Softplus"), unary("Softsign"), unary("Sqrt"), unary("Tan"),
-      unary("Tanh", A::Tanh), unary("ThresholdedRelu"),
+      unary("Tanh", A::Tanh), unary("ThresholdedRelu"), unary("BitwiseNot"),
       with(unary("Not"), [](OpDescriptor& d) { d.in_place.clear(); }),
       with(unary("IsInf"), [](OpDescriptor& d) { d.in_place.clear(); }),
       with(unary("IsNaN"), [](OpDescriptor& d) { d.in_place.clear(); }),
@@ -176,7 +176,7 @@ std::vector<OpDescriptor> build_table() {
            }),
       // element-wise over broadcast inputs
       binary("Add"), binary("Sub"), binary("Mul"), binary("Div"), binary("Pow"), binary("Mod"), binary("PRelu"),
-      binary("BitShift"), binary("Max"), binary("Min"), binary("Sum"), binary("Mean"),
+      binary("BitShift"), binary("BitwiseAnd"), binary("BitwiseOr"), binary("BitwiseXor"), binary("Max"), binary("Min"), binary("Sum"), binary("Mean"),
       predicate("Equal"), predicate("Less"), predicate("Greater"), predicate("LessOrEqual"),
       predicate("GreaterOrEqual"), predicate("And"), predicate("Or"), predicate("Xor"),
       // data movement: no FLOPs. Cast/CastLike/Identity commute with a transpose and run in place.

@@ -386,10 +386,10 @@ Status sequence_map_kernel(KernelContext& ctx) {
 void register_control_flow_kernels() {
   static const bool done = [] {
     auto& r = KernelRegistry::global();
-    r.add({"", "If", 1, 17, kEngineRef, {}, if_kernel});
-    r.add({"", "Loop", 1, 17, kEngineRef, {}, loop_kernel});
-    r.add({"", "Scan", 8, 17, kEngineRef, {}, scan_kernel});
-    r.add({"", "SequenceMap", 17, 17, kEngineRef, {}, sequence_map_kernel});
+    r.add({"", "If", 1, 18, kEngineRef, {}, if_kernel});
+    r.add({"", "Loop", 1, 18, kEngineRef, {}, loop_kernel});
+    r.add({"", "Scan", 8, 18, kEngineRef, {}, scan_kernel});
+    r.add({"", "SequenceMap", 17, 18, kEngineRef, {}, sequence_map_kernel});
     return true;
   }();
   (void)done;

@@ -87,9 +87,10 @@ Status Executor::plan_graph(const Graph& graph) {
       bool other_opset = false;
       for (const auto& def : registry.all())
         if (def.op_type == n.op_type && def.domain == n.domain) other_opset = true;
-      return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                        ") has no kernel on engine(s) ", join(order, ","),
-                        other_opset ? " at this opset (other opsets are supported)" : "", op_path_note());
+      return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.op_type, " (domain ",
+                        n.domain.empty() ? "ai.onnx" : n.domain, ", opset ", n.opset, ") has no kernel on engine(s) ",
+                        join(order, ","), other_opset ? " at this opset (other opsets are supported)" : "",
+                        op_path_note());
     }
     // Whether the choice can depend on run-time dims: a candidate before the first that
     // statically accepts the node answers "later".

@@ -94,8 +94,9 @@ Status unsupported(const Node& n, const std::vector<std::string>& engines) {
     fix = "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
           "operators";
   // Where a plugin could have come from, and which ones did (runtime/plugin_loader.h).
-  return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.qualified_op(), " (opset ", n.opset,
-                    ") has no kernel on the engines tried (", join(engines), "); ", fix, op_path_note());
+  return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.op_type, " (domain ",
+                    n.domain.empty() ? "ai.onnx" : n.domain, ", opset ", n.opset, ") has no kernel on the engines tried (",
+                    join(engines), "); ", fix, op_path_note());
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/buffer_version.h"
@@ -161,6 +162,31 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   return s;
 }
 
+namespace {
+// ONNX Runtime's one input leniency (issue 25): a declared scalar fed a one-element 1-D
+// array, and a declared [1] fed a scalar, hold the same single value; real applications pass
+// them (sample-rate and step-count inputs). Returns the dims the value runs with, or nullopt
+// when the shape is not one of those two cases (every other mismatch stays an error).
+std::optional<Dims> lenient_dims(const Shape& declared, const Dims& got) {
+  if (!declared.ranked) return std::nullopt;
+  if (declared.dims.empty() && got == Dims{1}) return Dims{};
+  if (declared.dims.size() == 1 && declared.dims[0].known() && declared.dims[0].value == 1 && got.empty())
+    return Dims{1};
+  return std::nullopt;
+}
+
+// The value as the graph declares it: a tensor `lenient_dims` accepts, reshaped (same buffer).
+RuntimeValue conform_input(const IoInfo& io, const RuntimeValue& value) {
+  if (io.type.kind != ValueType::Kind::Tensor || !value.is_tensor() || io.type.shape.accepts(value.tensor().dims()))
+    return value;
+  std::optional<Dims> dims = lenient_dims(io.type.shape, value.tensor().dims());
+  if (!dims) return value;
+  GBX_LOG_DEBUG("EXEC", "input '{}' declared {} given {}: accepted as {} (same single value)", io.name,
+                to_string(io.type.shape), to_string(value.tensor().dims()), to_string(*dims));
+  return RuntimeValue(value.tensor().reshaped(*dims));
+}
+}  // namespace
+
 Result<bool> Session::prepare() const {
   std::map<std::string, Tensor> zeros;
   for (const IoInfo& io : inputs_) {
@@ -192,7 +218,7 @@ Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const
     if (it->type.dtype != DType::Undefined && t.dtype() != it->type.dtype)
       return make_error(ErrorCode::INPUT_DTYPE_MISMATCH, "input '", name, "' must be ", dtype_name(it->type.dtype),
                         " but got ", dtype_name(t.dtype()), " (shape ", to_string(t.dims()), ")");
-    if (!it->type.shape.accepts(t.dims()))
+    if (!it->type.shape.accepts(t.dims()) && !lenient_dims(it->type.shape, t.dims()))
       return make_error(ErrorCode::INPUT_SHAPE_MISMATCH, "input '", name, "' must have shape ",
                         to_string(it->type.shape), " but got ", to_string(t.dims()));
   }
@@ -219,7 +245,7 @@ Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string
   KernelOptionsScope kernel_options(&kernel_options_);  // what the session's kernels may consult
   std::vector<RuntimeValue> ordered;
   ordered.reserve(inputs_.size());
-  for (const auto& io : inputs_) ordered.push_back(feeds.at(io.name));
+  for (const auto& io : inputs_) ordered.push_back(conform_input(io, feeds.at(io.name)));
   std::string signature = shape_signature(ordered);
   bool prepared = false;
   std::shared_ptr<PreparedPlan> plan = plan_cache_->acquire(signature, &prepared);

@@ -143,7 +143,9 @@ class Session {
 
   // Runs with named inputs; returns outputs in the model's output order. Every model input
   // must be given (INPUT_MISSING), names must exist (INPUT_UNKNOWN), dtypes and fixed dims
-  // must match (INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH).
+  // must match (INPUT_DTYPE_MISMATCH, INPUT_SHAPE_MISMATCH), except that, as in ONNX Runtime,
+  // a declared scalar accepts a one-element 1-D array and a declared [1] a scalar (logged at
+  // debug; the value runs with the declared shape).
   // With a profiler, every node executed is recorded in it (runtime/profiler.h); with an
   // observer, it sees every node's inputs and outputs (runtime/node_observer.h: tensor dumps).
   // With run options (base/run_options.h), the run stops early with RUN_CANCELLED when their

@@ -205,13 +205,18 @@ TEST(MatMulFusionPass, NonConstantAddIsNotABias) {
 // ---- LayerNorm and SkipLayerNorm -----------------------------------------------------------
 
 // [residual Add] -> the exporter's LayerNorm decomposition over the last axis (width 6).
-Model layer_norm(bool skip, float pow_exponent = 2.f) {
-  GraphBuilder b(14);
+// At opset 18 ReduceMean's axes are a constant input instead of the attribute.
+Model layer_norm(bool skip, float pow_exponent = 2.f, int opset = 14) {
+  GraphBuilder b(opset);
   Value* x = b.input("x", DType::F32, {2, 3, 6});
   if (skip) x = b.op("Add", {x, b.input("r", DType::F32, {2, 3, 6})});
-  AttributeMap last{{"axes", attr_ints({-1})}};
-  Value* d = b.op("Sub", {x, b.op("ReduceMean", {x}, last)});
-  Value* var = b.op("ReduceMean", {b.op("Pow", {d, b.constant("two", scalar_f(pow_exponent))})}, last);
+  const bool axes_input = opset >= 18;
+  AttributeMap last;
+  if (!axes_input) last["axes"] = attr_ints({-1});
+  Value* axes = axes_input ? b.constant("axes", Tensor::from_vector<int64_t>({-1}, {1})) : nullptr;
+  auto mean = [&](Value* v) { return axes_input ? b.op("ReduceMean", {v, axes}) : b.op("ReduceMean", {v}, last); };
+  Value* d = b.op("Sub", {x, mean(x)});
+  Value* var = mean(b.op("Pow", {d, b.constant("two", scalar_f(pow_exponent))}));
   Value* sd = b.op("Sqrt", {b.op("Add", {var, b.constant("eps", scalar_f(1e-5f))})});
   Value* y = b.op("Mul", {b.op("Div", {d, sd}), b.constant("gamma", random_tensor({6}, 40, 0.5f, 1.5f))});
   b.output(b.op("Add", {y, b.constant("beta", random_tensor({6}, 41))}));
@@ -227,6 +232,15 @@ TEST(LayerNormFusionPass, DecompositionFuses) {
   ASSERT_EQ(g->nodes.size(), 1u);
   EXPECT_EQ(count_fused(*g, "LayerNormalization"), 1u);
   EXPECT_FLOAT_EQ(g->nodes[0]->attrs.at("epsilon").f, 1e-5f);
+}
+
+TEST(LayerNormFusionPass, Opset18DecompositionFuses) {
+  OptimizerReport rep;
+  std::shared_ptr<Graph> g;
+  expect_same_outputs([] { return layer_norm(false, 2.f, 18); }, {{"x", random_tensor({2, 3, 6}, 42, -3.f, 3.f)}},
+                      only_passes({"layer_norm_fusion"}), 1e-5f, &rep, &g);
+  EXPECT_EQ(rep.matches("layer_norm_fusion"), 1);
+  EXPECT_EQ(count_fused(*g, "LayerNormalization"), 1u);
 }
 
 TEST(LayerNormFusionPass, SkipLayerNormFuses) {

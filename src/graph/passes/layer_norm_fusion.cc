@@ -1,4 +1,5 @@
-// LayerNormalization fusion, from the decomposition exporters emit for opsets < 17:
+// LayerNormalization fusion, from the decomposition exporters emit for opsets < 17 (and
+// opset-18 graphs rewritten from them, axes then a constant input):
 //   m = ReduceMean(X, axes=[-1]); d = X - m; v = ReduceMean(Pow(d, 2), axes=[-1])
 //   Y = d / Sqrt(v + eps) * gamma + beta
 // -> com.gearbox.LayerNormalization(X, gamma, beta) (axis -1, epsilon eps).
@@ -11,11 +12,19 @@ namespace gearbox::passes {
 
 namespace {
 
-// ReduceMean over the last axis only, keeping dims.
+// ReduceMean over the last axis only, keeping dims: axes an attribute (opsets < 18) or a
+// constant second input (18).
 bool is_last_axis_mean(const Node* n, const Value* x) {
-  if (!n || n->op_type != "ReduceMean" || !n->domain.empty() || n->inputs.size() != 1 || n->inputs[0] != x) return false;
+  if (!n || n->op_type != "ReduceMean" || !n->domain.empty() || n->inputs.empty() || n->inputs[0] != x) return false;
   if (attr_int(*n, "keepdims", 1) != 1) return false;
-  const auto axes = attr_ints(*n, "axes");
+  std::vector<int64_t> axes = attr_ints(*n, "axes");
+  if (n->inputs.size() == 2) {
+    const Value* a = n->inputs[1];
+    if (!is_const(a) || a->initializer.dtype() != DType::I64 || a->initializer.numel() != 1) return false;
+    axes = {a->initializer.data<int64_t>()[0]};
+  } else if (n->inputs.size() != 1) {
+    return false;
+  }
   if (axes.size() != 1) return false;
   if (axes[0] == -1) return true;
   auto d = static_dims(x);
@@ -37,7 +46,7 @@ Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx) {
   for (auto& n : g.nodes) order.push_back(n.get());
   int matches = 0;
   for (Node* rm1 : order) {
-    if (rm1->op_type != "ReduceMean" || dead.count(rm1) || rm1->inputs.size() != 1 || !rm1->outputs[0]) continue;
+    if (rm1->op_type != "ReduceMean" || dead.count(rm1) || rm1->inputs.empty() || !rm1->outputs[0]) continue;
     Value* x = rm1->inputs[0];
     if (!is_last_axis_mean(rm1, x)) continue;
     Node* sub = sole_consumer_op(idx, rm1->outputs[0], "Sub");

@@ -396,7 +396,7 @@ int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 
 namespace {
 
-GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineDnnl, {DType::F32}, conv});
+GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32}, conv});
 GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<false, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
 GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<true, Layout::Nchw>});

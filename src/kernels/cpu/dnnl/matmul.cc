@@ -191,9 +191,9 @@ Status fused_matmul(KernelContext& ctx) { return matmul_impl(ctx, true); }
 Status gemm(KernelContext& ctx) { return gemm_impl(ctx, false); }
 Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
-GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineDnnl, {DType::F32}, matmul});
+GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineDnnl, {DType::F32}, matmul});
 GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>});
-GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineDnnl, {DType::F32}, gemm});
+GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineDnnl, {DType::F32}, gemm});
 GBX_KERNEL_SUPPORT(gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
 GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>});

@@ -155,11 +155,11 @@ Status pool(KernelContext& ctx) {
   }
 }
 
-GBX_REGISTER_KERNEL({"", "MaxPool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Max>});
+GBX_REGISTER_KERNEL({"", "MaxPool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::Max>});
 GBX_KERNEL_SUPPORT(pool<Kind::Max>, {.supports = pool_supports<Kind::Max>});
-GBX_REGISTER_KERNEL({"", "AveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
+GBX_REGISTER_KERNEL({"", "AveragePool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
 GBX_KERNEL_SUPPORT(pool<Kind::Average>, {.supports = pool_supports<Kind::Average>});
-GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 17, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
+GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
 GBX_KERNEL_SUPPORT(pool<Kind::GlobalAverage>, {.supports = pool_supports<Kind::GlobalAverage>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcMaxPool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Max, true>});
 GBX_KERNEL_SUPPORT((pool<Kind::Max, true>), {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Max, true>});

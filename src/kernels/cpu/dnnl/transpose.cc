@@ -107,7 +107,7 @@ Status transpose(KernelContext& ctx) {
   }
 }
 
-GBX_REGISTER_KERNEL({"", "Transpose", 1, 17, kEngineDnnl, {}, transpose});
+GBX_REGISTER_KERNEL({"", "Transpose", 1, 18, kEngineDnnl, {}, transpose});
 GBX_KERNEL_SUPPORT(transpose, {.inputs = {{DType::F32, DType::I32, DType::I8, DType::U8}},
                                .supports = transpose_supports});
 

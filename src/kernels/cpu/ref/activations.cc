@@ -159,7 +159,7 @@ Status prelu_op(KernelContext& ctx) {
   return Status::OK();
 }
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 GBX_REGISTER_KERNEL({"", "Sigmoid", 1, kLast, kEngineRef, {}, sigmoid_op});
 GBX_REGISTER_KERNEL({"", "Tanh", 1, kLast, kEngineRef, {}, tanh_op});
 GBX_REGISTER_KERNEL({"", "HardSigmoid", 1, kLast, kEngineRef, {}, hard_sigmoid_op});

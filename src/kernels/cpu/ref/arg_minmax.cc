@@ -52,8 +52,8 @@ Status arg_minmax(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "ArgMax", 1, 17, kEngineRef, {}, arg_minmax<true>});
-GBX_REGISTER_KERNEL({"", "ArgMin", 1, 17, kEngineRef, {}, arg_minmax<false>});
+GBX_REGISTER_KERNEL({"", "ArgMax", 1, 18, kEngineRef, {}, arg_minmax<true>});
+GBX_REGISTER_KERNEL({"", "ArgMin", 1, 18, kEngineRef, {}, arg_minmax<false>});
 
 }  // namespace
 }  // namespace gearbox::ref

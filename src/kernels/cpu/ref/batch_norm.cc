@@ -123,7 +123,7 @@ Status batch_norm(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "BatchNormalization", 7, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, batch_norm});
+    {"", "BatchNormalization", 7, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, batch_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -15,7 +15,7 @@
 namespace gearbox::ref {
 namespace {
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 
 Status add_op(KernelContext& ctx) {
   return binary_op<Dom::NumericNoBool>(ctx, [](auto a, auto b) { return wrap_add(a, b); });

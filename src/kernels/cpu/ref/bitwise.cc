@@ -19,7 +19,7 @@ Status bitshift_op(KernelContext& ctx) {
   });
 }
 
-GBX_REGISTER_KERNEL({"", "BitShift", 11, 17, kEngineRef, {}, bitshift_op});
+GBX_REGISTER_KERNEL({"", "BitShift", 11, 18, kEngineRef, {}, bitshift_op});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "kernels/cpu/ref/elementwise.h"
 
@@ -144,7 +146,18 @@ Status cast_to(KernelContext& ctx, const Tensor& x, DType to) {
 Status cast_op(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   if (!ctx.has_attr("to")) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "attribute 'to' is required");
-  const int64_t to = ctx.attr_int("to", 0);
+  int64_t to = ctx.attr_int("to", 0);
+  if (ctx.opset() < 6) {
+    // Cast-1..5 name the type as a string: TensorProto.DataType's enum name.
+    static constexpr std::pair<std::string_view, int64_t> kNames[] = {
+        {"FLOAT", 1}, {"UINT8", 2}, {"INT8", 3},     {"UINT16", 4},  {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
+        {"STRING", 8}, {"BOOL", 9}, {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+    const std::string name = ctx.attr_string("to", "");
+    to = 0;
+    for (const auto& [n, v] : kNames)
+      if (n == name) to = v;
+    if (to == 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Cast-", ctx.opset(), ": 'to' names no type: '", name, "'");
+  }
   if (to <= 0 || to > 64 || !dtype_is_known(static_cast<int32_t>(to)))
     return ctx.error(ErrorCode::DTYPE_UNSUPPORTED, "cannot cast to ONNX element type ", to);
   return cast_to(ctx, ctx.input(0), static_cast<DType>(to));
@@ -156,8 +169,8 @@ Status cast_like_op(KernelContext& ctx) {
   return cast_to(ctx, ctx.input(0), ctx.input(1).dtype());
 }
 
-GBX_REGISTER_KERNEL({"", "Cast", 1, 17, kEngineRef, {}, cast_op});
-GBX_REGISTER_KERNEL({"", "CastLike", 15, 17, kEngineRef, {}, cast_like_op});
+GBX_REGISTER_KERNEL({"", "Cast", 1, 18, kEngineRef, {}, cast_op});
+GBX_REGISTER_KERNEL({"", "CastLike", 15, 18, kEngineRef, {}, cast_like_op});
 
 }  // namespace
 }  // namespace gearbox::ref

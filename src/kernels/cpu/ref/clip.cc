@@ -63,7 +63,7 @@ Status clip_op(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Clip", 1, 17, kEngineRef, {}, clip_op});
+GBX_REGISTER_KERNEL({"", "Clip", 1, 18, kEngineRef, {}, clip_op});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -7,7 +7,7 @@
 namespace gearbox::ref {
 namespace {
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 
 Status equal_strings(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);

@@ -46,7 +46,7 @@ Status compress(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Compress", 9, 17, kEngineRef, {}, compress});
+GBX_REGISTER_KERNEL({"", "Compress", 9, 18, kEngineRef, {}, compress});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -11,9 +11,11 @@ Status concat(KernelContext &ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   const Tensor &first = ctx.input(0);
   const int64_t rank = int64_t(first.rank());
-  if (!ctx.has_attr("axis")) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Concat needs the axis attribute");
+  // Concat-1..3 default the axis to 1; from 4 it is required.
+  if (!ctx.has_attr("axis") && ctx.opset() >= 4)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Concat needs the axis attribute");
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "Concat cannot join scalars");
-  GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
+  GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0), rank));
   Dims out = first.dims();
   out[size_t(axis)] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -57,6 +59,8 @@ Status split(KernelContext &ctx) {
   const int64_t n_out = int64_t(ctx.num_outputs());
   GBX_ASSIGN_OR_RETURN(auto given, ints_from_input_or_attr(ctx, 1, ctx.opset() >= 13, "split"));
   std::vector<int64_t> parts;
+  if (given && !given->empty() && ctx.has_attr("num_outputs"))
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "split and num_outputs cannot both be given");
   if (given && !given->empty()) {
     parts = *given;
     if (int64_t(parts.size()) != n_out)
@@ -70,6 +74,19 @@ Status split(KernelContext &ctx) {
     if (sum != dim)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "split sizes sum to ", sum, " but axis ", axis, " of ", describe(x),
                        " has size ", dim);
+  } else if (ctx.has_attr("num_outputs")) {
+    // Split-18: num_outputs parts of ceil(dim / n), the last one smaller when uneven.
+    const int64_t n = ctx.attr_int("num_outputs", 0);
+    if (n != n_out)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "num_outputs is ", n, " but the node has ", n_out, " outputs");
+    if (n < 1 || n > dim)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "axis ", axis, " of ", describe(x), " (size ", dim,
+                       ") cannot be split into ", n, " non-empty parts");
+    const int64_t chunk = (dim + n - 1) / n;
+    for (int64_t i = 0; i < n; ++i) parts.push_back(std::min(chunk, dim - i * chunk));
+    if (parts.back() <= 0)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "axis ", axis, " of ", describe(x), " (size ", dim,
+                       ") cannot be split into ", n, " parts of ", chunk, " with a non-empty last one");
   } else {
     if (n_out <= 0 || dim % n_out != 0)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "axis ", axis, " of ", describe(x), " (size ", dim,
@@ -94,8 +111,8 @@ Status split(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Concat", 1, 17, kEngineRef, {}, concat});
-GBX_REGISTER_KERNEL({"", "Split", 1, 17, kEngineRef, {}, split});
+GBX_REGISTER_KERNEL({"", "Concat", 1, 18, kEngineRef, {}, concat});
+GBX_REGISTER_KERNEL({"", "Split", 1, 18, kEngineRef, {}, split});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -207,7 +207,7 @@ Status conv(KernelContext& ctx) {
   return conv_typed<double>(ctx, x, w, b, group, win);
 }
 
-GBX_REGISTER_KERNEL({"", "Conv", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, conv});
+GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, conv});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -146,7 +146,7 @@ Status conv_transpose(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "ConvTranspose", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, conv_transpose});
+    {"", "ConvTranspose", 1, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, conv_transpose});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -44,7 +44,7 @@ Status cumsum(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "CumSum", 11, 17, kEngineRef, {}, cumsum});
+GBX_REGISTER_KERNEL({"", "CumSum", 11, 18, kEngineRef, {}, cumsum});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -52,8 +52,8 @@ Status space_to_depth(KernelContext &ctx) {
   return permuted_copy(ctx, x, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, {n, c * b * b, h / b, w / b});
 }
 
-GBX_REGISTER_KERNEL({"", "DepthToSpace", 1, 17, kEngineRef, {}, depth_to_space});
-GBX_REGISTER_KERNEL({"", "SpaceToDepth", 1, 17, kEngineRef, {}, space_to_depth});
+GBX_REGISTER_KERNEL({"", "DepthToSpace", 1, 18, kEngineRef, {}, depth_to_space});
+GBX_REGISTER_KERNEL({"", "SpaceToDepth", 1, 18, kEngineRef, {}, space_to_depth});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -45,7 +45,7 @@ Status det(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Det", 11, 17, kEngineRef, float_dtypes(), det});
+GBX_REGISTER_KERNEL({"", "Det", 11, 18, kEngineRef, float_dtypes(), det});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -144,8 +144,8 @@ Status stft(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "DFT", 17, 17, kEngineRef, float_dtypes(), dft});
-GBX_REGISTER_KERNEL({"", "STFT", 17, 17, kEngineRef, float_dtypes(), stft});
+GBX_REGISTER_KERNEL({"", "DFT", 17, 18, kEngineRef, float_dtypes(), dft});
+GBX_REGISTER_KERNEL({"", "STFT", 17, 18, kEngineRef, float_dtypes(), stft});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -1,4 +1,4 @@
-// Dropout (reference, opsets 7-17) for inference: the output is the input (shared buffer,
+// Dropout (reference, opsets 1-18; is_test before 7) for inference: the output is the input (shared buffer,
 // never written) and the optional mask is all true (all ones in T before opset 10, when the
 // mask had the data's dtype). From opset 12 `ratio` and `training_mode` are inputs.
 // Training mode with ratio > 0 would need numpy's random stream to be reproducible, so it is
@@ -16,7 +16,8 @@ Status dropout(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   const Tensor& x = ctx.input(0);
   double ratio = ctx.attr_float("ratio", 0.5f);
-  bool training = false;
+  // Before opset 7 the is_test attribute chose inference (1) or training (0, the default).
+  bool training = ctx.opset() < 7 && ctx.attr_int("is_test", 0) == 0;
   if (ctx.opset() >= 12) {
     ratio = 0.5;
     if (ctx.has_input(1)) {
@@ -54,7 +55,7 @@ Status dropout(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Dropout", 1, 17, kEngineRef, {}, dropout});
+GBX_REGISTER_KERNEL({"", "Dropout", 1, 18, kEngineRef, {}, dropout});
 
 }  // namespace
 }  // namespace gearbox::ref

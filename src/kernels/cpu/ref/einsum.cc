@@ -163,7 +163,7 @@ Status einsum(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Einsum", 12, 17, kEngineRef,
+GBX_REGISTER_KERNEL({"", "Einsum", 12, 18, kEngineRef,
                      {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64},
                      einsum});
 

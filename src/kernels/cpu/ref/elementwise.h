@@ -37,6 +37,7 @@ enum class Dom {
   Numeric,       // NumericNoBool + bool
   Bool,          // bool only
   Unsigned,      // uint8..uint64
+  Integer,       // int8..int64 and uint8..uint64
 };
 template <Dom D, typename T>
 constexpr bool in_dom() {
@@ -45,6 +46,7 @@ constexpr bool in_dom() {
   else if constexpr (D == Dom::NumericNoBool) return is_float_v<T> || is_int_v<T>;
   else if constexpr (D == Dom::Numeric) return true;
   else if constexpr (D == Dom::Bool) return std::is_same_v<T, bool>;
+  else if constexpr (D == Dom::Integer) return is_int_v<T>;
   else return is_int_v<T> && std::is_unsigned_v<T>;
 }
 

@@ -49,8 +49,8 @@ Status tile(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Expand", 8, 17, kEngineRef, {}, expand});
-GBX_REGISTER_KERNEL({"", "Tile", 6, 17, kEngineRef, {}, tile});
+GBX_REGISTER_KERNEL({"", "Expand", 8, 18, kEngineRef, {}, expand});
+GBX_REGISTER_KERNEL({"", "Tile", 6, 18, kEngineRef, {}, tile});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -142,9 +142,9 @@ Status gather_nd(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Gather", 1, 17, kEngineRef, {}, gather});
-GBX_REGISTER_KERNEL({"", "GatherElements", 11, 17, kEngineRef, {}, gather_elements});
-GBX_REGISTER_KERNEL({"", "GatherND", 11, 17, kEngineRef, {}, gather_nd});
+GBX_REGISTER_KERNEL({"", "Gather", 1, 18, kEngineRef, {}, gather});
+GBX_REGISTER_KERNEL({"", "GatherElements", 11, 18, kEngineRef, {}, gather_elements});
+GBX_REGISTER_KERNEL({"", "GatherND", 11, 18, kEngineRef, {}, gather_nd});
 
 }  // namespace
 }  // namespace gearbox::ref

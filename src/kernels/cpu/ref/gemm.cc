@@ -80,7 +80,7 @@ Status gemm_op(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, gemm_op});
+GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, gemm_op});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -139,7 +139,7 @@ Status grid_sample(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "GridSample", 16, 17, kEngineRef, float_dtypes(), grid_sample});
+GBX_REGISTER_KERNEL({"", "GridSample", 16, 18, kEngineRef, float_dtypes(), grid_sample});
 
 }  // namespace
 }  // namespace gearbox::ref

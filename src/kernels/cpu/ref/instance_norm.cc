@@ -62,7 +62,7 @@ Status instance_norm(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "InstanceNormalization", 6, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, instance_norm});
+    {"", "InstanceNormalization", 6, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, instance_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -123,7 +123,7 @@ Status layer_norm(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "LayerNormalization", 17, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, layer_norm});
+    {"", "LayerNormalization", 17, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, layer_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -4,7 +4,7 @@
 namespace gearbox::ref {
 namespace {
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 
 Status and_op(KernelContext& ctx) {
   return binary_op<Dom::Bool>(ctx, [](bool a, bool b) { return a && b; });

@@ -118,8 +118,8 @@ Status softmax_cross_entropy_loss(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "NegativeLogLikelihoodLoss", 12, 17, kEngineRef, float_dtypes(), nll_loss});
-GBX_REGISTER_KERNEL({"", "SoftmaxCrossEntropyLoss", 12, 17, kEngineRef, float_dtypes(),
+GBX_REGISTER_KERNEL({"", "NegativeLogLikelihoodLoss", 12, 18, kEngineRef, float_dtypes(), nll_loss});
+GBX_REGISTER_KERNEL({"", "SoftmaxCrossEntropyLoss", 12, 18, kEngineRef, float_dtypes(),
                      softmax_cross_entropy_loss});
 
 }  // namespace

@@ -59,7 +59,7 @@ Status lp_norm(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "LpNormalization", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, lp_norm});
+    {"", "LpNormalization", 1, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, lp_norm});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -53,7 +53,7 @@ Status lrn(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "LRN", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, lrn});
+GBX_REGISTER_KERNEL({"", "LRN", 1, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, lrn});
 
 }  // namespace
 }  // namespace gearbox::ref

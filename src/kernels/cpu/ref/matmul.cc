@@ -95,7 +95,7 @@ Status matmul(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, matmul});
+GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, matmul});
 
 }  // namespace
 }  // namespace gearbox::ref

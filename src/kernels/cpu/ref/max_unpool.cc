@@ -71,7 +71,7 @@ Status max_unpool(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "MaxUnpool", 9, 17, kEngineRef, float_dtypes(), max_unpool});
+GBX_REGISTER_KERNEL({"", "MaxUnpool", 9, 18, kEngineRef, float_dtypes(), max_unpool});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -59,7 +59,7 @@ Status mel_weight_matrix(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "MelWeightMatrix", 17, 17, kEngineRef, {DType::I32, DType::I64}, mel_weight_matrix});
+GBX_REGISTER_KERNEL({"", "MelWeightMatrix", 17, 18, kEngineRef, {DType::I32, DType::I64}, mel_weight_matrix});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -78,7 +78,7 @@ Status mvn(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "MeanVarianceNormalization", 9, 17, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, mvn});
+    {"", "MeanVarianceNormalization", 9, 18, kEngineRef, {DType::F32, DType::F64, DType::F16, DType::BF16}, mvn});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -91,7 +91,7 @@ Status nms(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "NonMaxSuppression", 10, 17, kEngineRef, {DType::F32, DType::F64, DType::F16}, nms});
+GBX_REGISTER_KERNEL({"", "NonMaxSuppression", 10, 18, kEngineRef, {DType::F32, DType::F64, DType::F16}, nms});
 
 }  // namespace
 }  // namespace gearbox::ref

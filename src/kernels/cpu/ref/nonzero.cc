@@ -38,7 +38,7 @@ Status non_zero(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "NonZero", 9, 17, kEngineRef, {}, non_zero});
+GBX_REGISTER_KERNEL({"", "NonZero", 9, 18, kEngineRef, {}, non_zero});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -46,7 +46,7 @@ Status one_hot(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "OneHot", 9, 17, kEngineRef, {}, one_hot});
+GBX_REGISTER_KERNEL({"", "OneHot", 9, 18, kEngineRef, {}, one_hot});
 
 }  // namespace
 }  // namespace gearbox::ref

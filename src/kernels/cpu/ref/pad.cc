@@ -1,5 +1,6 @@
 // Pad (reference): constant, reflect and edge modes; pads (and the constant
-// value) are attributes before opset 11 and inputs from 11. Negative pads crop.
+// value) are attributes before opset 11 and inputs from 11; from 18 an optional axes input
+// names the axes pads apply to. Negative pads crop.
 // Each output row maps its outer coordinates once and memcpy's the part of the
 // row that lies inside the input.
 #include <algorithm>
@@ -49,7 +50,22 @@ Status pad(KernelContext &ctx) {
   const bool inputs = ctx.opset() >= 11;
   GBX_ASSIGN_OR_RETURN(auto pads_opt, ints_from_input_or_attr(ctx, 1, inputs, "pads"));
   if (!pads_opt) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Pad needs pads");
-  const auto &pads = *pads_opt;
+  std::vector<int64_t> pads = *pads_opt;
+  // Pad-18's axes input: pads holds begins then ends for those axes only; the others get 0.
+  if (ctx.opset() >= 18 && ctx.has_input(3)) {
+    GBX_ASSIGN_OR_RETURN(auto axes_opt, ints_from_input_or_attr(ctx, 3, true, "axes"));
+    const std::vector<int64_t> given_axes = axes_opt ? *axes_opt : std::vector<int64_t>{};
+    if (pads.size() != 2 * given_axes.size())
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads has ", pads.size(), " entries but axes names ",
+                       given_axes.size(), " axes (it needs ", 2 * given_axes.size(), ")");
+    GBX_ASSIGN_OR_RETURN(auto axes, normalize_axes(ctx, given_axes, rank));
+    std::vector<int64_t> full(size_t(2 * rank), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      full[size_t(axes[i])] = pads[i];
+      full[size_t(axes[i] + rank)] = pads[i + axes.size()];
+    }
+    pads = std::move(full);
+  }
   if (int64_t(pads.size()) != 2 * rank)
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "pads has ", pads.size(), " entries but input ", describe(x),
                      " needs ", 2 * rank);
@@ -136,7 +152,7 @@ Status pad(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Pad", 2, 17, kEngineRef, {}, pad});
+GBX_REGISTER_KERNEL({"", "Pad", 2, 18, kEngineRef, {}, pad});
 
 }  // namespace
 }  // namespace gearbox::ref

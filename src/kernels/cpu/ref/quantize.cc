@@ -323,15 +323,15 @@ Status qlinear_conv(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "QuantizeLinear", 10, 17, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16},
+GBX_REGISTER_KERNEL({"", "QuantizeLinear", 10, 18, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16},
                      quantize_linear});
-GBX_REGISTER_KERNEL({"", "DequantizeLinear", 10, 17, kEngineRef, {DType::U8, DType::I8, DType::I32},
+GBX_REGISTER_KERNEL({"", "DequantizeLinear", 10, 18, kEngineRef, {DType::U8, DType::I8, DType::I32},
                      dequantize_linear});
-GBX_REGISTER_KERNEL({"", "DynamicQuantizeLinear", 11, 17, kEngineRef, {DType::F32}, dynamic_quantize_linear});
-GBX_REGISTER_KERNEL({"", "MatMulInteger", 10, 17, kEngineRef, {DType::U8, DType::I8}, matmul_integer});
-GBX_REGISTER_KERNEL({"", "QLinearMatMul", 10, 17, kEngineRef, {DType::U8, DType::I8}, qlinear_matmul});
-GBX_REGISTER_KERNEL({"", "ConvInteger", 10, 17, kEngineRef, {DType::U8, DType::I8}, conv_integer});
-GBX_REGISTER_KERNEL({"", "QLinearConv", 10, 17, kEngineRef, {DType::U8, DType::I8}, qlinear_conv});
+GBX_REGISTER_KERNEL({"", "DynamicQuantizeLinear", 11, 18, kEngineRef, {DType::F32}, dynamic_quantize_linear});
+GBX_REGISTER_KERNEL({"", "MatMulInteger", 10, 18, kEngineRef, {DType::U8, DType::I8}, matmul_integer});
+GBX_REGISTER_KERNEL({"", "QLinearMatMul", 10, 18, kEngineRef, {DType::U8, DType::I8}, qlinear_matmul});
+GBX_REGISTER_KERNEL({"", "ConvInteger", 10, 18, kEngineRef, {DType::U8, DType::I8}, conv_integer});
+GBX_REGISTER_KERNEL({"", "QLinearConv", 10, 18, kEngineRef, {DType::U8, DType::I8}, qlinear_conv});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -107,12 +107,12 @@ Status multinomial(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "RandomUniform", 1, 17, kEngineRef, {}, random_uniform});
-GBX_REGISTER_KERNEL({"", "RandomNormal", 1, 17, kEngineRef, {}, random_normal});
-GBX_REGISTER_KERNEL({"", "RandomUniformLike", 1, 17, kEngineRef, {}, random_uniform_like});
-GBX_REGISTER_KERNEL({"", "RandomNormalLike", 1, 17, kEngineRef, {}, random_normal_like});
-GBX_REGISTER_KERNEL({"", "Bernoulli", 15, 17, kEngineRef, float_dtypes(), bernoulli});
-GBX_REGISTER_KERNEL({"", "Multinomial", 7, 17, kEngineRef, float_dtypes(), multinomial});
+GBX_REGISTER_KERNEL({"", "RandomUniform", 1, 18, kEngineRef, {}, random_uniform});
+GBX_REGISTER_KERNEL({"", "RandomNormal", 1, 18, kEngineRef, {}, random_normal});
+GBX_REGISTER_KERNEL({"", "RandomUniformLike", 1, 18, kEngineRef, {}, random_uniform_like});
+GBX_REGISTER_KERNEL({"", "RandomNormalLike", 1, 18, kEngineRef, {}, random_normal_like});
+GBX_REGISTER_KERNEL({"", "Bernoulli", 15, 18, kEngineRef, float_dtypes(), bernoulli});
+GBX_REGISTER_KERNEL({"", "Multinomial", 7, 18, kEngineRef, float_dtypes(), multinomial});
 
 }  // namespace
 }  // namespace gearbox::ref

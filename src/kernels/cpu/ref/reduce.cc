@@ -1,8 +1,8 @@
 // ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare (reference).
 //
 // Axes: ReduceSum takes them as an input from opset 13 (with
-// noop_with_empty_axes); the others take the attribute through opset 17 (they
-// move to an input only at 18). Float types accumulate in double; integers in
+// noop_with_empty_axes); the others take the attribute through opset 17 and the
+// input (with noop_with_empty_axes) from 18. Float types accumulate in double; integers in
 // int64/uint64. Empty reductions give the identity of the operation as opset 18
 // defines it (Sum 0, Prod 1, Max lowest/-inf, Min highest/+inf, LogSum(Exp)
 // -inf, Mean NaN).
@@ -176,7 +176,7 @@ Status reduce(KernelContext &ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   const Tensor &x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
-  const bool axes_input = K == Op::Sum && ctx.opset() >= 13;
+  const bool axes_input = ctx.opset() >= (K == Op::Sum ? 13 : 18);
   GBX_ASSIGN_OR_RETURN(auto axes_opt, ints_from_input_or_attr(ctx, 1, axes_input, "axes"));
   const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
   const bool empty_axes = !axes_opt || axes_opt->empty();
@@ -206,16 +206,16 @@ Status reduce(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "ReduceSum", 1, 17, kEngineRef, {}, reduce<Op::Sum>});
-GBX_REGISTER_KERNEL({"", "ReduceMean", 1, 17, kEngineRef, {}, reduce<Op::Mean>});
-GBX_REGISTER_KERNEL({"", "ReduceMax", 1, 17, kEngineRef, {}, reduce<Op::Max>});
-GBX_REGISTER_KERNEL({"", "ReduceMin", 1, 17, kEngineRef, {}, reduce<Op::Min>});
-GBX_REGISTER_KERNEL({"", "ReduceProd", 1, 17, kEngineRef, {}, reduce<Op::Prod>});
-GBX_REGISTER_KERNEL({"", "ReduceL1", 1, 17, kEngineRef, {}, reduce<Op::L1>});
-GBX_REGISTER_KERNEL({"", "ReduceL2", 1, 17, kEngineRef, {}, reduce<Op::L2>});
-GBX_REGISTER_KERNEL({"", "ReduceLogSum", 1, 17, kEngineRef, {}, reduce<Op::LogSum>});
-GBX_REGISTER_KERNEL({"", "ReduceLogSumExp", 1, 17, kEngineRef, {}, reduce<Op::LogSumExp>});
-GBX_REGISTER_KERNEL({"", "ReduceSumSquare", 1, 17, kEngineRef, {}, reduce<Op::SumSquare>});
+GBX_REGISTER_KERNEL({"", "ReduceSum", 1, 18, kEngineRef, {}, reduce<Op::Sum>});
+GBX_REGISTER_KERNEL({"", "ReduceMean", 1, 18, kEngineRef, {}, reduce<Op::Mean>});
+GBX_REGISTER_KERNEL({"", "ReduceMax", 1, 18, kEngineRef, {}, reduce<Op::Max>});
+GBX_REGISTER_KERNEL({"", "ReduceMin", 1, 18, kEngineRef, {}, reduce<Op::Min>});
+GBX_REGISTER_KERNEL({"", "ReduceProd", 1, 18, kEngineRef, {}, reduce<Op::Prod>});
+GBX_REGISTER_KERNEL({"", "ReduceL1", 1, 18, kEngineRef, {}, reduce<Op::L1>});
+GBX_REGISTER_KERNEL({"", "ReduceL2", 1, 18, kEngineRef, {}, reduce<Op::L2>});
+GBX_REGISTER_KERNEL({"", "ReduceLogSum", 1, 18, kEngineRef, {}, reduce<Op::LogSum>});
+GBX_REGISTER_KERNEL({"", "ReduceLogSumExp", 1, 18, kEngineRef, {}, reduce<Op::LogSumExp>});
+GBX_REGISTER_KERNEL({"", "ReduceSumSquare", 1, 18, kEngineRef, {}, reduce<Op::SumSquare>});
 
 }  // namespace
 }  // namespace gearbox::ref

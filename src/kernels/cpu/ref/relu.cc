@@ -13,7 +13,7 @@ Status relu(KernelContext& ctx) {
   });
 }
 
-GBX_REGISTER_KERNEL({"", "Relu", 1, 17, kEngineRef, {}, relu});
+GBX_REGISTER_KERNEL({"", "Relu", 1, 18, kEngineRef, {}, relu});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -118,11 +118,11 @@ Status identity(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Reshape", 5, 17, kEngineRef, {}, reshape});
-GBX_REGISTER_KERNEL({"", "Flatten", 1, 17, kEngineRef, {}, flatten});
-GBX_REGISTER_KERNEL({"", "Squeeze", 1, 17, kEngineRef, {}, squeeze});
-GBX_REGISTER_KERNEL({"", "Unsqueeze", 1, 17, kEngineRef, {}, unsqueeze});
-GBX_REGISTER_KERNEL({"", "Identity", 1, 17, kEngineRef, {}, identity});
+GBX_REGISTER_KERNEL({"", "Reshape", 5, 18, kEngineRef, {}, reshape});
+GBX_REGISTER_KERNEL({"", "Flatten", 1, 18, kEngineRef, {}, flatten});
+GBX_REGISTER_KERNEL({"", "Squeeze", 1, 18, kEngineRef, {}, squeeze});
+GBX_REGISTER_KERNEL({"", "Unsqueeze", 1, 18, kEngineRef, {}, unsqueeze});
+GBX_REGISTER_KERNEL({"", "Identity", 1, 18, kEngineRef, {}, identity});
 
 }  // namespace
 }  // namespace gearbox::ref

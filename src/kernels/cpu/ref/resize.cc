@@ -1,4 +1,4 @@
-// Resize (opsets 10, 11-12, 13-17) and Upsample (7-9), reference.
+// Resize (opsets 10, 11-12, 13-17, 18) and Upsample (7-9), reference.
 //
 // Resizing is separable: each axis whose size or scale changes is resized on its own, in
 // turn, with 1-D weights (nearest: one tap; linear: two; cubic: four) computed exactly as the
@@ -13,8 +13,11 @@
 // rounds down when upsampling and up when downsampling (what ONNX Runtime does).
 #include <cmath>
 
+#include <limits>
+
 #include "kernels/cpu/ref/misc_util.h"
 #include "kernels/cpu/ref/ref_util.h"
+#include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
@@ -148,7 +151,11 @@ Status run_resize(KernelContext& ctx, const ResizeParams& p, const std::vector<d
     for (size_t i = 0; i < rank; ++i) {
       if (sizes[i] < 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "sizes[", i, "] = ", sizes[i], " is negative");
       out_dims[i] = sizes[i];
-      scales[i] = x.dim(i) == 0 ? 1.0 : static_cast<double>(sizes[i]) / static_cast<double>(x.dim(i));
+      // Both given (Resize-18's aspect-ratio policies): sizes give the output dims and
+      // scales the coordinate transformation.
+      scales[i] = scales_in.size() == rank ? scales_in[i]
+                  : x.dim(i) == 0          ? 1.0
+                                           : static_cast<double>(sizes[i]) / static_cast<double>(x.dim(i));
     }
   } else {
     if (scales_in.size() != rank)
@@ -210,6 +217,73 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
   return p;
 }
 
+// Resize-18's additions over 13: `axes` (roi, scales and sizes name only those axes; the
+// others keep their size), `keep_aspect_ratio_policy` (with sizes: not_larger / not_smaller
+// resize every named axis by one scale, the smallest / largest of sizes[i] / in[i], and the
+// output is round(scale * in)) and `antialias`, which gearbox does not implement.
+Status resize18(KernelContext& ctx, const ResizeParams& p, std::vector<double> scales, std::vector<int64_t> sizes,
+                std::vector<double> roi) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (ctx.attr_int("antialias", 0) != 0)
+    return ctx.error(ErrorCode::OP_UNSUPPORTED, "Resize (opset ", ctx.opset(), ") with antialias=1 (an antialiasing ",
+                     "filter when downsampling) has no kernel in gearbox; export with antialias=0 (torch: ",
+                     "interpolate(..., antialias=False))");
+  const std::string policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "keep_aspect_ratio_policy must be stretch, not_larger or ",
+                     "not_smaller, got '", policy, "'");
+  std::vector<int64_t> axes;
+  if (ctx.has_attr("axes")) {
+    GBX_ASSIGN_OR_RETURN(axes, normalize_axes(ctx, ctx.attr_ints("axes"), rank));
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  const size_t n = axes.size();
+  if (!scales.empty() && scales.size() != n)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "scales has ", scales.size(), " values for ", n, " axes");
+  if (!sizes.empty() && sizes.size() != n)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "sizes has ", sizes.size(), " values for ", n, " axes");
+  if (!roi.empty() && roi.size() != 2 * n)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "roi has ", roi.size(), " values for ", n, " axes (needs ", 2 * n,
+                     ")");
+  std::vector<double> full_scales;
+  std::vector<int64_t> full_sizes;
+  if (!sizes.empty() && policy != "stretch") {
+    double scale = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      const double in = static_cast<double>(x.dim(size_t(axes[i])));
+      const double r = in == 0 ? 1.0 : static_cast<double>(sizes[i]) / in;
+      scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+    }
+    // The output is round(scale * in) (half to even, as ONNX's reference rounds) and the
+    // coordinates use `scale` itself, so sizes and scales both go to run_resize.
+    full_scales.assign(size_t(rank), 1.0);
+    full_sizes = x.dims();
+    for (size_t i = 0; i < n; ++i) {
+      full_scales[size_t(axes[i])] = scale;
+      full_sizes[size_t(axes[i])] =
+          static_cast<int64_t>(std::nearbyint(scale * static_cast<double>(x.dim(size_t(axes[i])))));
+    }
+  } else if (!sizes.empty()) {
+    full_sizes = x.dims();
+    for (size_t i = 0; i < n; ++i) full_sizes[size_t(axes[i])] = sizes[i];
+  } else {
+    full_scales.assign(size_t(rank), 1.0);
+    for (size_t i = 0; i < n; ++i) full_scales[size_t(axes[i])] = scales[i];
+  }
+  std::vector<double> full_roi;
+  if (!roi.empty()) {
+    full_roi.assign(size_t(2 * rank), 0.0);
+    for (int64_t a = 0; a < rank; ++a) full_roi[size_t(a + rank)] = 1.0;
+    for (size_t i = 0; i < n; ++i) {
+      full_roi[size_t(axes[i])] = roi[i];
+      full_roi[size_t(axes[i] + rank)] = roi[i + n];
+    }
+  }
+  return run_resize(ctx, p, full_scales, full_sizes, full_roi);
+}
+
 // Resize-11+: X, roi, scales, sizes (roi and scales optional from 13; an empty tensor counts
 // as absent, as exporters pass "" or an empty initializer).
 Status resize(KernelContext& ctx) {
@@ -233,6 +307,7 @@ Status resize(KernelContext& ctx) {
     if (scales.empty() && sizes.empty())
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "one of scales and sizes must be given");
   }
+  if (ctx.opset() >= 18) return resize18(ctx, p, std::move(scales), std::move(sizes), std::move(roi));
   return run_resize(ctx, p, scales, sizes, roi);
 }
 
@@ -251,7 +326,7 @@ Status upsample(KernelContext& ctx) {
 
 const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8,
                                          DType::I8,  DType::I32, DType::I64};
-GBX_REGISTER_KERNEL({"", "Resize", 10, 17, kEngineRef, kResizeTypes, resize});
+GBX_REGISTER_KERNEL({"", "Resize", 10, 18, kEngineRef, kResizeTypes, resize});
 GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, upsample});
 
 }  // namespace

@@ -37,7 +37,7 @@ Status reverse_sequence(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "ReverseSequence", 10, 17, kEngineRef, {}, reverse_sequence});
+GBX_REGISTER_KERNEL({"", "ReverseSequence", 10, 18, kEngineRef, {}, reverse_sequence});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -255,9 +255,9 @@ Status rnn(KernelContext& ctx) { return rnn_common(ctx, Cell::Rnn); }
 Status gru(KernelContext& ctx) { return rnn_common(ctx, Cell::Gru); }
 Status lstm(KernelContext& ctx) { return rnn_common(ctx, Cell::Lstm); }
 
-GBX_REGISTER_KERNEL({"", "RNN", 7, 17, kEngineRef, float_dtypes(), rnn});
-GBX_REGISTER_KERNEL({"", "GRU", 7, 17, kEngineRef, float_dtypes(), gru});
-GBX_REGISTER_KERNEL({"", "LSTM", 7, 17, kEngineRef, float_dtypes(), lstm});
+GBX_REGISTER_KERNEL({"", "RNN", 7, 18, kEngineRef, float_dtypes(), rnn});
+GBX_REGISTER_KERNEL({"", "GRU", 7, 18, kEngineRef, float_dtypes(), gru});
+GBX_REGISTER_KERNEL({"", "LSTM", 7, 18, kEngineRef, float_dtypes(), lstm});
 
 }  // namespace
 }  // namespace gearbox::ref

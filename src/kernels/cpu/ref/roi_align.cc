@@ -94,7 +94,7 @@ Status roi_align(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "RoiAlign", 10, 17, kEngineRef, float_dtypes(), roi_align});
+GBX_REGISTER_KERNEL({"", "RoiAlign", 10, 18, kEngineRef, float_dtypes(), roi_align});
 
 }  // namespace
 }  // namespace gearbox::ref

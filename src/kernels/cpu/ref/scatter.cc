@@ -163,8 +163,8 @@ Status scatter_nd(KernelContext &ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "Scatter", 9, 10, kEngineRef, {}, scatter_elements});
-GBX_REGISTER_KERNEL({"", "ScatterElements", 11, 17, kEngineRef, {}, scatter_elements});
-GBX_REGISTER_KERNEL({"", "ScatterND", 11, 17, kEngineRef, {}, scatter_nd});
+GBX_REGISTER_KERNEL({"", "ScatterElements", 11, 18, kEngineRef, {}, scatter_elements});
+GBX_REGISTER_KERNEL({"", "ScatterND", 11, 18, kEngineRef, {}, scatter_nd});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -222,17 +222,17 @@ Status optional_get_element(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "SequenceEmpty", 11, 17, kEngineRef, {}, sequence_empty});
-GBX_REGISTER_KERNEL({"", "SequenceConstruct", 11, 17, kEngineRef, {}, sequence_construct});
-GBX_REGISTER_KERNEL({"", "SequenceInsert", 11, 17, kEngineRef, {}, sequence_insert});
-GBX_REGISTER_KERNEL({"", "SequenceAt", 11, 17, kEngineRef, {}, sequence_at});
-GBX_REGISTER_KERNEL({"", "SequenceErase", 11, 17, kEngineRef, {}, sequence_erase});
-GBX_REGISTER_KERNEL({"", "SequenceLength", 11, 17, kEngineRef, {}, sequence_length});
-GBX_REGISTER_KERNEL({"", "SplitToSequence", 11, 17, kEngineRef, {}, split_to_sequence});
-GBX_REGISTER_KERNEL({"", "ConcatFromSequence", 11, 17, kEngineRef, {}, concat_from_sequence});
-GBX_REGISTER_KERNEL({"", "Optional", 15, 17, kEngineRef, {}, optional_op});
-GBX_REGISTER_KERNEL({"", "OptionalHasElement", 15, 17, kEngineRef, {}, optional_has_element});
-GBX_REGISTER_KERNEL({"", "OptionalGetElement", 15, 17, kEngineRef, {}, optional_get_element});
+GBX_REGISTER_KERNEL({"", "SequenceEmpty", 11, 18, kEngineRef, {}, sequence_empty});
+GBX_REGISTER_KERNEL({"", "SequenceConstruct", 11, 18, kEngineRef, {}, sequence_construct});
+GBX_REGISTER_KERNEL({"", "SequenceInsert", 11, 18, kEngineRef, {}, sequence_insert});
+GBX_REGISTER_KERNEL({"", "SequenceAt", 11, 18, kEngineRef, {}, sequence_at});
+GBX_REGISTER_KERNEL({"", "SequenceErase", 11, 18, kEngineRef, {}, sequence_erase});
+GBX_REGISTER_KERNEL({"", "SequenceLength", 11, 18, kEngineRef, {}, sequence_length});
+GBX_REGISTER_KERNEL({"", "SplitToSequence", 11, 18, kEngineRef, {}, split_to_sequence});
+GBX_REGISTER_KERNEL({"", "ConcatFromSequence", 11, 18, kEngineRef, {}, concat_from_sequence});
+GBX_REGISTER_KERNEL({"", "Optional", 15, 18, kEngineRef, {}, optional_op});
+GBX_REGISTER_KERNEL({"", "OptionalHasElement", 15, 18, kEngineRef, {}, optional_has_element});
+GBX_REGISTER_KERNEL({"", "OptionalGetElement", 15, 18, kEngineRef, {}, optional_get_element});
 
 }  // namespace
 }  // namespace gearbox::ref

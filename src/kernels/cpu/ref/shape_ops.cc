@@ -194,12 +194,12 @@ Status eye_like(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Shape", 1, 17, kEngineRef, {}, shape});
-GBX_REGISTER_KERNEL({"", "Size", 1, 17, kEngineRef, {}, size});
-GBX_REGISTER_KERNEL({"", "ConstantOfShape", 9, 17, kEngineRef, {}, constant_of_shape});
-GBX_REGISTER_KERNEL({"", "Constant", 1, 17, kEngineRef, {}, constant});
-GBX_REGISTER_KERNEL({"", "Range", 11, 17, kEngineRef, {}, range});
-GBX_REGISTER_KERNEL({"", "EyeLike", 9, 17, kEngineRef, {}, eye_like});
+GBX_REGISTER_KERNEL({"", "Shape", 1, 18, kEngineRef, {}, shape});
+GBX_REGISTER_KERNEL({"", "Size", 1, 18, kEngineRef, {}, size});
+GBX_REGISTER_KERNEL({"", "ConstantOfShape", 9, 18, kEngineRef, {}, constant_of_shape});
+GBX_REGISTER_KERNEL({"", "Constant", 1, 18, kEngineRef, {}, constant});
+GBX_REGISTER_KERNEL({"", "Range", 11, 18, kEngineRef, {}, range});
+GBX_REGISTER_KERNEL({"", "EyeLike", 9, 18, kEngineRef, {}, eye_like});
 
 }  // namespace
 }  // namespace gearbox::ref

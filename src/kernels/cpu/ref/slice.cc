@@ -75,7 +75,7 @@ Status slice(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Slice", 1, 17, kEngineRef, {}, slice});
+GBX_REGISTER_KERNEL({"", "Slice", 1, 18, kEngineRef, {}, slice});
 
 }  // namespace
 }  // namespace gearbox::ref

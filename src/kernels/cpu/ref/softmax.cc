@@ -85,9 +85,9 @@ Status softmax(KernelContext& ctx) {
 }
 
 const std::vector<DType> kFloats{DType::F32, DType::F64, DType::F16, DType::BF16};
-GBX_REGISTER_KERNEL({"", "Softmax", 1, 17, kEngineRef, kFloats, softmax<Kind::Softmax>});
-GBX_REGISTER_KERNEL({"", "LogSoftmax", 1, 17, kEngineRef, kFloats, softmax<Kind::LogSoftmax>});
-GBX_REGISTER_KERNEL({"", "Hardmax", 1, 17, kEngineRef, kFloats, softmax<Kind::Hardmax>});
+GBX_REGISTER_KERNEL({"", "Softmax", 1, 18, kEngineRef, kFloats, softmax<Kind::Softmax>});
+GBX_REGISTER_KERNEL({"", "LogSoftmax", 1, 18, kEngineRef, kFloats, softmax<Kind::LogSoftmax>});
+GBX_REGISTER_KERNEL({"", "Hardmax", 1, 18, kEngineRef, kFloats, softmax<Kind::Hardmax>});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -44,7 +44,7 @@ Status string_normalizer(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "StringNormalizer", 10, 17, kEngineRef, {DType::String}, string_normalizer});
+GBX_REGISTER_KERNEL({"", "StringNormalizer", 10, 18, kEngineRef, {DType::String}, string_normalizer});
 
 }  // namespace
 }  // namespace gearbox::ref

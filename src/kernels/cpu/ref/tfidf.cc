@@ -81,7 +81,7 @@ Status tfidf(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "TfIdfVectorizer", 9, 17, kEngineRef, {DType::String, DType::I32, DType::I64}, tfidf});
+GBX_REGISTER_KERNEL({"", "TfIdfVectorizer", 9, 18, kEngineRef, {DType::String, DType::I32, DType::I64}, tfidf});
 
 }  // namespace
 }  // namespace gearbox::ref

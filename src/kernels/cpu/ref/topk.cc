@@ -80,7 +80,7 @@ Status topk(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "TopK", 1, 17, kEngineRef, {}, topk});
+GBX_REGISTER_KERNEL({"", "TopK", 1, 18, kEngineRef, {}, topk});
 
 }  // namespace
 }  // namespace gearbox::ref

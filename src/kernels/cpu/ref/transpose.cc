@@ -33,7 +33,7 @@ Status transpose(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Transpose", 1, 17, kEngineRef, {}, transpose});
+GBX_REGISTER_KERNEL({"", "Transpose", 1, 18, kEngineRef, {}, transpose});
 
 }  // namespace
 }  // namespace gearbox::ref

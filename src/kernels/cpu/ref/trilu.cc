@@ -38,7 +38,7 @@ Status trilu(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Trilu", 14, 17, kEngineRef, {}, trilu});
+GBX_REGISTER_KERNEL({"", "Trilu", 14, 18, kEngineRef, {}, trilu});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -90,7 +90,7 @@ Status isinf_op(KernelContext& ctx) {
   });
 }
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 GBX_REGISTER_KERNEL({"", "Abs", 1, kLast, kEngineRef, {}, abs_op});
 GBX_REGISTER_KERNEL({"", "Neg", 1, kLast, kEngineRef, {}, neg_op});
 GBX_REGISTER_KERNEL({"", "Sign", 9, kLast, kEngineRef, {}, sign_op});

@@ -99,7 +99,7 @@ Status unique(KernelContext &ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Unique", 11, 17, kEngineRef, {}, unique});
+GBX_REGISTER_KERNEL({"", "Unique", 11, 18, kEngineRef, {}, unique});
 
 }  // namespace
 }  // namespace gearbox::ref

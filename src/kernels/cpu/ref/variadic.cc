@@ -10,7 +10,7 @@
 namespace gearbox::ref {
 namespace {
 
-constexpr int kLast = 17;
+constexpr int kLast = 18;
 
 template <Dom D, typename F>
 Status variadic_op(KernelContext& ctx, F f, bool mean) {

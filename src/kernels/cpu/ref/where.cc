@@ -49,7 +49,7 @@ Status where_op(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Where", 9, 17, kEngineRef, {}, where_op});
+GBX_REGISTER_KERNEL({"", "Where", 9, 18, kEngineRef, {}, where_op});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -37,9 +37,9 @@ Status hann(KernelContext& ctx) { return cosine_window(ctx, 0.5, 0.5, 0); }
 Status hamming(KernelContext& ctx) { return cosine_window(ctx, 25.0 / 46, 21.0 / 46, 0); }
 Status blackman(KernelContext& ctx) { return cosine_window(ctx, 0.42, 0.5, 0.08); }
 
-GBX_REGISTER_KERNEL({"", "HannWindow", 17, 17, kEngineRef, {DType::I32, DType::I64}, hann});
-GBX_REGISTER_KERNEL({"", "HammingWindow", 17, 17, kEngineRef, {DType::I32, DType::I64}, hamming});
-GBX_REGISTER_KERNEL({"", "BlackmanWindow", 17, 17, kEngineRef, {DType::I32, DType::I64}, blackman});
+GBX_REGISTER_KERNEL({"", "HannWindow", 17, 18, kEngineRef, {DType::I32, DType::I64}, hann});
+GBX_REGISTER_KERNEL({"", "HammingWindow", 17, 18, kEngineRef, {DType::I32, DType::I64}, hamming});
+GBX_REGISTER_KERNEL({"", "BlackmanWindow", 17, 18, kEngineRef, {DType::I32, DType::I64}, blackman});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -83,7 +83,7 @@ Status gelu(KernelContext& ctx) {
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({"", "Softmax", 1, 17, kEngineSimd, {DType::F32}, softmax});
+GBX_REGISTER_KERNEL({"", "Softmax", 1, 18, kEngineSimd, {DType::F32}, softmax});
 GBX_KERNEL_SUPPORT(softmax, {.supports = softmax_supports});
 GBX_REGISTER_KERNEL({kGearboxDomain, "Gelu", 1, 1, kEngineSimd, {DType::F32}, gelu});
 GBX_KERNEL_SUPPORT(gelu, {.supports = gelu_supports});

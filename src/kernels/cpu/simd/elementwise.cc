@@ -141,27 +141,27 @@ Verdict unary_supports(const KernelQuery& q) { return need_tensors(q, {0}); }
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({"", "Add", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Add>});
+GBX_REGISTER_KERNEL({"", "Add", 7, 18, kEngineSimd, {DType::F32}, binary<BinaryOp::Add>});
 GBX_KERNEL_SUPPORT(binary<BinaryOp::Add>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
-GBX_REGISTER_KERNEL({"", "Sub", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Sub>});
+GBX_REGISTER_KERNEL({"", "Sub", 7, 18, kEngineSimd, {DType::F32}, binary<BinaryOp::Sub>});
 GBX_KERNEL_SUPPORT(binary<BinaryOp::Sub>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
-GBX_REGISTER_KERNEL({"", "Mul", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Mul>});
+GBX_REGISTER_KERNEL({"", "Mul", 7, 18, kEngineSimd, {DType::F32}, binary<BinaryOp::Mul>});
 GBX_KERNEL_SUPPORT(binary<BinaryOp::Mul>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
-GBX_REGISTER_KERNEL({"", "Div", 7, 17, kEngineSimd, {DType::F32}, binary<BinaryOp::Div>});
+GBX_REGISTER_KERNEL({"", "Div", 7, 18, kEngineSimd, {DType::F32}, binary<BinaryOp::Div>});
 GBX_KERNEL_SUPPORT(binary<BinaryOp::Div>, {.inputs = {{DType::F32}, {DType::F32}}, .supports = binary_supports});
-GBX_REGISTER_KERNEL({"", "Relu", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Relu>});
+GBX_REGISTER_KERNEL({"", "Relu", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Relu>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Relu>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Neg", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Neg>});
+GBX_REGISTER_KERNEL({"", "Neg", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Neg>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Neg>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Abs", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Abs>});
+GBX_REGISTER_KERNEL({"", "Abs", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Abs>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Abs>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Sqrt", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Sqrt>});
+GBX_REGISTER_KERNEL({"", "Sqrt", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Sqrt>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Sqrt>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Sigmoid", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Sigmoid>});
+GBX_REGISTER_KERNEL({"", "Sigmoid", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Sigmoid>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Sigmoid>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Tanh", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Tanh>});
+GBX_REGISTER_KERNEL({"", "Tanh", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Tanh>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Tanh>, {.supports = unary_supports});
-GBX_REGISTER_KERNEL({"", "Exp", 6, 17, kEngineSimd, {DType::F32}, unary<UnaryOp::Exp>});
+GBX_REGISTER_KERNEL({"", "Exp", 6, 18, kEngineSimd, {DType::F32}, unary<UnaryOp::Exp>});
 GBX_KERNEL_SUPPORT(unary<UnaryOp::Exp>, {.supports = unary_supports});
 
 }  // namespace gearbox::simd

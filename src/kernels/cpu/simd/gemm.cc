@@ -379,9 +379,9 @@ Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }
 
-GBX_REGISTER_KERNEL({"", "MatMul", 1, 17, kEngineSimd, {DType::F32}, matmul});
+GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineSimd, {DType::F32}, matmul});
 GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, knows_activation, matmul_refusal>});
-GBX_REGISTER_KERNEL({"", "Gemm", 7, 17, kEngineSimd, {DType::F32}, gemm_op});
+GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineSimd, {DType::F32}, gemm_op});
 GBX_KERNEL_SUPPORT(gemm_op, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
 GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});

@@ -95,7 +95,7 @@ Status skip_layer_norm(KernelContext& ctx) { return norm_impl(ctx, true); }
 
 }  // namespace
 
-GBX_REGISTER_KERNEL({"", "LayerNormalization", 17, 17, kEngineSimd, {DType::F32}, layer_norm});
+GBX_REGISTER_KERNEL({"", "LayerNormalization", 17, 18, kEngineSimd, {DType::F32}, layer_norm});
 GBX_REGISTER_KERNEL({kGearboxDomain, "LayerNormalization", 1, 1, kEngineSimd, {DType::F32}, layer_norm});
 GBX_KERNEL_SUPPORT(layer_norm, {.supports = norm_supports<false>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "SkipLayerNormalization", 1, 1, kEngineSimd, {DType::F32}, skip_layer_norm});

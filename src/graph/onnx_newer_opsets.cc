@@ -1,0 +1,268 @@
+// The checking copy for models past libonnx's opsets, and gearbox's schemas of the ai.onnx
+// ops that changed or appeared at opset 18 (the forms torch exporters write). Each schema
+// says what the ONNX operator documentation of that version says of its inputs, outputs,
+// attributes and types; where the change is an added input or attribute, it is libonnx's
+// previous schema with that addition (same types, same descriptions).
+#include "graph/onnx_newer_opsets.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+
+namespace gearbox {
+namespace {
+
+using onnx::AttributeProto;
+using onnx::OpSchema;
+
+// The shadow domain the newer schemas live in (for libonnx only: the model keeps ai.onnx),
+// and the unregistered domain of ops no schema knows.
+constexpr const char* kShadowDomain = "ai.onnx.gearbox_newer";
+constexpr const char* kUnknownDomain = "ai.onnx.gearbox_unknown";
+// The newest ai.onnx opset the shadow schemas cover.
+constexpr int kShadowMaxOpset = 18;
+
+// Output `o` gets input 0's element type and rank (dims unknown): for the ops whose output
+// dims depend on input values gearbox reads at run time (Pad's pads, Split's sizes).
+void type_and_rank_of_input0(onnx::InferenceContext& ctx) {
+  for (size_t o = 0; o < ctx.getNumOutputs(); ++o) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, o);
+    if (!onnx::hasInputShape(ctx, 0)) continue;
+    auto* shape = ctx.getOutputType(o)->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int d = 0; d < ctx.getInputType(0)->tensor_type().shape().dim_size(); ++d) shape->add_dim();
+  }
+}
+
+void broadcast_binary(onnx::InferenceContext& ctx) {
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (onnx::hasNInputShapes(ctx, 2))
+    onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
+                                               ctx.getInputType(1)->tensor_type().shape(),
+                                               *ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape());
+}
+
+// A schema `name`-`since` in the shadow domain with `base`'s inputs, outputs, attributes and
+// inference function, and the type constraints of `types` (the op's own previous schema,
+// when `base` is another op's: Reduce*-18 take ReduceSum-13's axes input).
+OpSchema derive(const OpSchema& base, const OpSchema& types, const std::string& name, int since) {
+  OpSchema s(name, __FILE__, __LINE__);
+  s.SetDomain(kShadowDomain).SinceVersion(since);
+  int i = 0;
+  for (const auto& p : base.inputs())
+    s.Input(i++, p.GetName(), p.GetDescription(), p.GetTypeStr(), p.GetOption(), p.GetIsHomogeneous(),
+            p.GetMinArity());
+  i = 0;
+  for (const auto& p : base.outputs())
+    s.Output(i++, p.GetName(), p.GetDescription(), p.GetTypeStr(), p.GetOption(), p.GetIsHomogeneous(),
+             p.GetMinArity());
+  for (const auto& [attr_name, attr] : base.attributes()) s.Attr(attr);
+  for (const auto& tc : types.typeConstraintParams())
+    s.TypeConstraint(tc.type_param_str, tc.allowed_type_strs, tc.description);
+  s.TypeAndShapeInferenceFunction(base.GetTypeAndShapeInferenceFunction());
+  return s;
+}
+
+const OpSchema& libonnx_schema(const char* op, int opset) {
+  const OpSchema* s = onnx::OpSchemaRegistry::Schema(op, opset, "");
+  if (!s) throw std::logic_error(std::string("libonnx has no schema of ") + op);  // caught in register_all
+  return *s;
+}
+
+void add(OpSchema s) { onnx::OpSchemaRegistry::OpSchemaRegisterOnce once(s); }
+
+std::vector<std::string> integer_tensor_types() {
+  return {"tensor(uint8)", "tensor(uint16)", "tensor(uint32)", "tensor(uint64)",
+          "tensor(int8)",  "tensor(int16)",  "tensor(int32)",  "tensor(int64)"};
+}
+
+void register_opset18() {
+  // Reduce*: axes moved from the attribute into an optional second input, with
+  // noop_with_empty_axes, exactly as ReduceSum did at 13.
+  const OpSchema& reduce_sum13 = libonnx_schema("ReduceSum", 13);
+  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                         "ReduceLogSumExp", "ReduceSumSquare", "ReduceMean"})
+    add(derive(reduce_sum13, libonnx_schema(op, 17), op, 18));
+
+  // Split: num_outputs, an alternative to the split input (uneven: the last chunk smaller).
+  const OpSchema& split13 = libonnx_schema("Split", 17);
+  add(derive(split13, split13, "Split", 18)
+          .Attr("num_outputs", "Number of outputs to split parts of the tensor into.", AttributeProto::INT, false)
+          .TypeAndShapeInferenceFunction(type_and_rank_of_input0));
+
+  // Pad: optional axes input (pads then has 2 * len(axes) values).
+  const OpSchema& pad13 = libonnx_schema("Pad", 17);
+  add(derive(pad13, pad13, "Pad", 18)
+          .Input(3, "axes", "1-D tensor of axes that pads apply to.", "Tind", OpSchema::Optional)
+          .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "Constrain axes to integer tensors.")
+          .TypeAndShapeInferenceFunction(type_and_rank_of_input0));
+
+  // Resize: antialias, axes, keep_aspect_ratio_policy.
+  const OpSchema& resize13 = libonnx_schema("Resize", 17);
+  add(derive(resize13, resize13, "Resize", 18)
+          .Attr("antialias", "Antialiasing filter when downsampling.", AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("axes", "Axes that roi, scales and sizes refer to.", AttributeProto::INTS, false)
+          .Attr("keep_aspect_ratio_policy", "stretch, not_larger or not_smaller.", AttributeProto::STRING,
+                std::string("stretch"))
+          .TypeAndShapeInferenceFunction(type_and_rank_of_input0));
+
+  // ScatterND / ScatterElements: reduction gains max and min (a string: same schema).
+  for (const char* op : {"ScatterND", "ScatterElements"}) {
+    const OpSchema& prev = libonnx_schema(op, 17);
+    add(derive(prev, prev, op, 18));
+  }
+
+  // LpPool: ceil_mode and dilations.
+  const OpSchema& lp11 = libonnx_schema("LpPool", 17);
+  add(derive(lp11, lp11, "LpPool", 18)
+          .Attr("ceil_mode", "Whether to use ceil or floor to compute the output shape.", AttributeProto::INT,
+                static_cast<int64_t>(0))
+          .Attr("dilations", "Dilation value along each spatial axis.", AttributeProto::INTS, false)
+          .TypeAndShapeInferenceFunction(type_and_rank_of_input0));
+
+  // Bitwise And / Or / Xor / Not: new ops on integer tensors.
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    OpSchema s(op, __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Input(0, "A", "First input operand.", "T")
+        .Input(1, "B", "Second input operand.", "T")
+        .Output(0, "C", "Result, broadcast.", "T")
+        .TypeConstraint("T", integer_tensor_types(), "Constrain input to integer tensors.")
+        .TypeAndShapeInferenceFunction(broadcast_binary);
+    add(std::move(s));
+  }
+  {
+    OpSchema s("BitwiseNot", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Input(0, "X", "Input tensor.", "T")
+        .Output(0, "Y", "Output tensor.", "T")
+        .TypeConstraint("T", integer_tensor_types(), "Constrain input to integer tensors.")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    add(std::move(s));
+  }
+  {
+    OpSchema s("Mish", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Input(0, "X", "Input tensor.", "T")
+        .Output(0, "Y", "Output tensor.", "T")
+        .TypeConstraint("T", {"tensor(float16)", "tensor(float)", "tensor(double)"},
+                        "Constrain input X and output types to float tensors.")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    add(std::move(s));
+  }
+
+  // OptionalHasElement / OptionalGetElement: also take a plain tensor or sequence (and
+  // OptionalHasElement an omitted input).
+  std::vector<std::string> any_value = OpSchema::all_optional_types();
+  for (const auto& t : OpSchema::all_tensor_types()) any_value.push_back(t);
+  for (const auto& t : OpSchema::all_tensor_sequence_types()) any_value.push_back(t);
+  std::vector<std::string> plain = OpSchema::all_tensor_types();
+  for (const auto& t : OpSchema::all_tensor_sequence_types()) plain.push_back(t);
+  {
+    OpSchema s("OptionalHasElement", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Input(0, "input", "The optional input.", "O", OpSchema::Optional)
+        .Output(0, "output", "A scalar boolean tensor.", "B")
+        .TypeConstraint("O", any_value, "Optional, tensor or sequence types.")
+        .TypeConstraint("B", {"tensor(bool)"}, "Constrain output to a boolean tensor.")
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+          auto* out = ctx.getOutputType(0)->mutable_tensor_type();
+          out->set_elem_type(onnx::TensorProto::BOOL);
+          out->mutable_shape()->clear_dim();
+        });
+    add(std::move(s));
+  }
+  {
+    OpSchema s("OptionalGetElement", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Input(0, "input", "The optional input.", "O")
+        .Output(0, "output", "The element of the optional, or the input itself.", "V")
+        .TypeConstraint("O", any_value, "Optional, tensor or sequence types.")
+        .TypeConstraint("V", plain, "Tensor or sequence types.");
+    add(std::move(s));
+  }
+}
+
+// Registers the shadow domain and its schemas once per process. A failure (a libonnx without
+// the schemas derived from) leaves the op unregistered: its nodes then count as unknown.
+void register_all() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(kShadowDomain, kLibOnnxMaxOpset + 1,
+                                                                                 kShadowMaxOpset);
+    try {
+      register_opset18();
+    } catch (const std::exception&) {
+    }
+  });
+}
+
+void rewrite_nodes(onnx::GraphProto& g, int opset, std::vector<std::pair<onnx::NodeProto*, std::string>>& moved,
+                   std::vector<std::string>& newer, std::vector<std::string>& unknown) {
+  const int checked = std::min(opset, kLibOnnxMaxOpset);
+  for (auto& n : *g.mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rewrite_nodes(*a.mutable_g(), opset, moved, newer, unknown);
+      for (auto& sg : *a.mutable_graphs()) rewrite_nodes(sg, opset, moved, newer, unknown);
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    const std::string label = (n.name().empty() ? std::string("<unnamed>") : n.name()) + " (" + n.op_type() + ")";
+    if (opset > kLibOnnxMaxOpset && onnx::OpSchemaRegistry::Schema(n.op_type(), opset, kShadowDomain)) {
+      moved.emplace_back(&n, n.domain());
+      n.set_domain(kShadowDomain);
+      newer.push_back(label);
+      continue;
+    }
+    if (onnx::OpSchemaRegistry::Schema(n.op_type(), checked, "")) continue;  // judged by libonnx
+    // No schema at this opset: an unknown op, one that appeared later, or one deprecated
+    // here. A deprecated op keeps the checker's own message (it names the version to use).
+    const OpSchema* latest = onnx::OpSchemaRegistry::Schema(n.op_type(), "");
+    if (latest && latest->Deprecated() && latest->SinceVersion() <= checked) continue;
+    moved.emplace_back(&n, n.domain());
+    n.set_domain(kUnknownDomain);
+    unknown.push_back(label);
+  }
+}
+
+}  // namespace
+
+CheckingView::CheckingView(onnx::ModelProto& model, int onnx_opset) : model_(model) {
+  register_all();
+  imports_before_ = model.opset_import_size();
+  rewrite_nodes(*model.mutable_graph(), onnx_opset, moved_, newer_ops_, unknown_ops_);
+  rewritten_ = onnx_opset > kLibOnnxMaxOpset || !moved_.empty();
+  if (!rewritten_) return;
+  for (int i = 0; i < model.opset_import_size(); ++i) {
+    auto* op = model.mutable_opset_import(i);
+    if ((op->domain().empty() || op->domain() == "ai.onnx") && op->version() > kLibOnnxMaxOpset) {
+      clamped_.emplace_back(i, op->version());
+      op->set_version(kLibOnnxMaxOpset);
+    }
+  }
+  if (!newer_ops_.empty()) {
+    auto* op = model.add_opset_import();
+    op->set_domain(kShadowDomain);
+    op->set_version(onnx_opset);
+  }
+  if (!unknown_ops_.empty()) {
+    auto* op = model.add_opset_import();
+    op->set_domain(kUnknownDomain);
+    op->set_version(1);
+  }
+}
+
+CheckingView::~CheckingView() {
+  for (auto& [node, domain] : moved_) node->set_domain(domain);
+  for (auto [index, version] : clamped_) model_.mutable_opset_import(index)->set_version(version);
+  while (model_.opset_import_size() > imports_before_) model_.mutable_opset_import()->RemoveLast();
+}
+
+}  // namespace gearbox
