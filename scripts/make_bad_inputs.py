@@ -25,6 +25,8 @@ Layout of OUT_DIR:
   loop/model.onnx, x.npy, m_huge.npy, m_5.npy, expected_y_5.npy
                                                  y = Loop M times (x = x * 0.5 + 1), M an input:
                                                  10^12 trips never end (gearbox run --timeout)
+  nested_ok/model.onnx, x.npy, y.npy, expected_z.npy   z = x + y inside 32 levels of graphs (the limit)
+  nested_deep.onnx                               the same 500 levels deep
 """
 import os
 import sys
@@ -52,6 +54,25 @@ def add_const_model(weight):
     init = numpy_helper.from_array(weight, "W")
     node = helper.make_node("Add", ["x", "W"], ["z"])
     graph = helper.make_graph([node], "add_const", [x], [z], initializer=[init])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def nested_if_model(depth):
+    """z = x + y computed `depth` graph levels deep: the main graph holds an If whose then-branch
+    holds an If ... (depth - 1 Ifs); every else-branch computes x - y, and the condition is true."""
+    def level(k):
+        out = "z" if k == 1 else f"z{k}"
+        if k == depth:
+            return helper.make_node("Add", ["x", "y"], [out])
+        inner = level(k + 1)
+        then_g = helper.make_graph([inner], f"then{k}", [],
+                                   [helper.make_tensor_value_info(inner.output[0], TensorProto.FLOAT, [2, 3])])
+        else_g = helper.make_graph([helper.make_node("Sub", ["x", "y"], [f"e{k}"])], f"else{k}", [],
+                                   [helper.make_tensor_value_info(f"e{k}", TensorProto.FLOAT, [2, 3])])
+        return helper.make_node("If", ["c"], [out], then_branch=then_g, else_branch=else_g)
+    c = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("cv", TensorProto.BOOL, [], [True]))
+    vals = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "y")]
+    graph = helper.make_graph([c, level(1)], "nested", vals, [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
 
 
@@ -202,6 +223,21 @@ def main():
     except onnx.checker.ValidationError:
         pass
     write(os.path.join(out, "cycle.onnx"), cyc.SerializeToString())
+
+    # ---- subgraphs nested past protobuf's limit (MODEL_NESTING_TOO_DEEP), and at it ----------
+    # Protobuf is the oracle for both: the model at the limit parses, the deep one does not.
+    ok = nested_if_model(32)
+    onnx.checker.check_model(ok)
+    nested_dir = os.path.join(out, "nested_ok")
+    write(os.path.join(nested_dir, "model.onnx"), ok.SerializeToString())
+    xv, yv = rng.standard_normal((2, 3)).astype(np.float32), rng.standard_normal((2, 3)).astype(np.float32)
+    np.save(os.path.join(nested_dir, "x.npy"), xv)
+    np.save(os.path.join(nested_dir, "y.npy"), yv)
+    np.save(os.path.join(nested_dir, "expected_z.npy"), xv + yv)  # the true branch all the way down
+    deep = nested_if_model(500).SerializeToString()
+    if parses_as_model(deep) is not None:
+        raise AssertionError("the 500-deep model unexpectedly parses")
+    write(os.path.join(out, "nested_deep.onnx"), deep)
 
     # ---- external data that points outside the model's folder ----------------------------
     w = rng.standard_normal((2, 3)).astype(np.float32)

@@ -19,6 +19,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "graph/onnx_nesting.h"
 #include "graph/onnx_newer_opsets.h"
 
 namespace gearbox {
@@ -523,15 +524,24 @@ bool parse_model(const std::string& bytes, onnx::ModelProto& mp) {
   return mp.ParseFromString(bytes);
 }
 
+// Why protobuf refused the bytes: subgraphs nested past its recursion limit (the bytes are
+// otherwise well-formed along the way), or a truncated or corrupt file.
+Status parse_failure(const std::string& bytes, const std::string& what) {
+  if (auto depth = onnx_graph_nesting_depth(bytes); depth && *depth > kMaxGraphNesting)
+    return make_error(ErrorCode::MODEL_NESTING_TOO_DEEP, what, " (", bytes.size(), " bytes) nests subgraphs ", *depth,
+                      " levels deep (the main graph is level 1), past protobuf's limit of 100 nested messages: ",
+                      kMaxGraphNesting, " levels always parse, 34 never do");
+  return make_error(ErrorCode::MODEL_PARSE_FAILED, what, " (", bytes.size(),
+                    " bytes) is not a valid ONNX protobuf: truncated or corrupt");
+}
+
 }  // namespace
 
 Result<Model> import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options) {
   progress_begin(options.progress, "read");
   if (bytes.empty()) return make_error(ErrorCode::FILE_EMPTY, "the model is empty (0 bytes)");
   onnx::ModelProto mp;
-  if (!parse_model(bytes, mp))
-    return make_error(ErrorCode::MODEL_PARSE_FAILED, "the model (", bytes.size(),
-                      " bytes) is not a valid ONNX protobuf: truncated or corrupt");
+  if (!parse_model(bytes, mp)) return parse_failure(bytes, "the model");
   return import_proto(mp, base_dir, "<memory>", options);
 }
 
@@ -539,9 +549,7 @@ Result<Model> import_onnx_file(const std::string& path, const ImportOptions& opt
   progress_begin(options.progress, "read");
   GBX_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   onnx::ModelProto mp;
-  if (!parse_model(bytes, mp))
-    return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' (", bytes.size(),
-                      " bytes) is not a valid ONNX protobuf: truncated or corrupt");
+  if (!parse_model(bytes, mp)) return parse_failure(bytes, "'" + path + "'");
   std::string base_dir = fs::absolute(fs::path(path)).parent_path().string();
   return import_proto(mp, base_dir, path, options);
 }
