@@ -54,7 +54,7 @@ Result<double> parse_timeout(const std::string& v) {
   errno = 0;
   const double seconds = v.empty() ? 0 : std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(seconds) || seconds <= 0)
-    return make_error(ErrorCode::SERVE_REQUEST_INVALID, kTimeoutHeader, ": '", v, "' is not a number of seconds > 0");
+    return make_error(ErrorCode::SERVE_TIMEOUT_INVALID, kTimeoutHeader, ": '", v, "' is not a number of seconds > 0");
   return seconds;
 }
 
@@ -78,6 +78,7 @@ int http_status(ErrorCode code) {
     case ErrorCode::RUN_CANCELLED: return 503;  // cancelled at the end of a shutdown's grace period
     case ErrorCode::RUN_DEADLINE_EXCEEDED: return 504;
     case ErrorCode::SERVE_REQUEST_INVALID:
+    case ErrorCode::SERVE_TIMEOUT_INVALID:
     case ErrorCode::SERVE_DATATYPE_UNKNOWN:
     case ErrorCode::SERVE_TENSOR_DATA_INVALID:
     case ErrorCode::SERVE_BINARY_DATA_INVALID:

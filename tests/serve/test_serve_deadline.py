@@ -5,7 +5,7 @@ model whose trip count M is a request input: M = 10^12 runs for hours.
 * --model-timeout: a request past it gets 504 RUN_DEADLINE_EXCEEDED, and the same worker then
   answers a normal request (M = 5) with y equal to numpy's.
 * Gearbox-Timeout header: shortens the model's limit (never lengthens it); a malformed value is
-  400 SERVE_REQUEST_INVALID naming the header.
+  400 SERVE_TIMEOUT_INVALID naming the header.
 * SIGTERM while a 10^12-trip request runs: after --grace-period the run is cancelled, the client
   gets 503 RUN_CANCELLED and the server exits 0.
 No timing is asserted: the HTTP and process timeouts only catch a run that never stops.
@@ -77,7 +77,7 @@ class ServeDeadlineTest(unittest.TestCase):
             self.assert_loop_ok(s, 5, {"Gearbox-Timeout": "60"})
             for bad in ("abc", "0", "-1", "5s", "inf", "nan", "1e999"):
                 answer = self.infer(s, 5, {"Gearbox-Timeout": bad})
-                self.assert_error(answer, 400, "SERVE_REQUEST_INVALID")
+                self.assert_error(answer, 400, "SERVE_TIMEOUT_INVALID")
                 self.assertIn("Gearbox-Timeout", json.loads(answer[2])["error"])
             self.assert_loop_ok(s, 2)
 
