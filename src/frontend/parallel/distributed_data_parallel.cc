@@ -159,7 +159,7 @@ void check_same_model(gc::Communicator& comm, const std::vector<std::pair<std::s
       }
       if (what.empty()) what = "rank " + std::to_string(r) + " differs from rank 0";
     }
-    throw_status(gearbox::make_error(ErrorCode::COMM_INVALID_ARGUMENT,
+    throw_status(gearbox::make_error(ErrorCode::DDP_MODEL_MISMATCH,
                                      "DistributedDataParallel: the ranks built different models: ", what,
                                      ". Build the same network (layers, sizes, order) on every rank"));
   }

@@ -342,7 +342,7 @@ void check_compression(nn::GradCompression compression, const char* name) {
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::BFloat16, "bf16"); }
 TEST(DataParallelCompression, Fp16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::Float16, "fp16"); }
 
-// A rank that built another network fails with COMM_INVALID_ARGUMENT (10004) on every rank, naming it.
+// A rank that built another network fails with DDP_MODEL_MISMATCH (10011) on every rank, naming it.
 TEST(DataParallelErrors, DifferentModelsAreReported) {
   auto results = run_ranks(2, "mismatch", [](int rank, int size, const std::string& dir) -> std::string {
     std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
@@ -354,7 +354,7 @@ TEST(DataParallelErrors, DifferentModelsAreReported) {
     try {
       nn::DistributedDataParallel ddp(net, pg);
     } catch (const nn::Error& e) {
-      if (e.code() != "COMM_INVALID_ARGUMENT") return std::string("wrong code: ") + e.what();
+      if (e.code() != "DDP_MODEL_MISMATCH") return std::string("wrong code: ") + e.what();
       if (std::string(e.what()).find("'0.weight'") == std::string::npos) return std::string("unnamed: ") + e.what();
       return "";
     }
