@@ -156,6 +156,7 @@ std::vector<OpDescriptor> build_table() {
   const auto omits = [](OpDescriptor& d) { d.may_omit_outputs = true; };
   const auto view = [](OpDescriptor& d) { d.output_views_input0 = true; };
   const auto adds_residual_in_place = [](OpDescriptor& d) { d.kernel_overwrites_input = 3; };  // Z
+  const auto preprocessing = [](OpDescriptor& d) { d.preprocessing = true; };
   std::vector<OpDescriptor> t = {
       // element-wise unary
       unary("Abs"), unary("Acos"), unary("Acosh"), unary("Asin"), unary("Asinh"), unary("Atan"), unary("Atanh"),
@@ -184,6 +185,7 @@ std::vector<OpDescriptor> build_table() {
            [](OpDescriptor& d) {
              d.in_place = {{0, 0}};
              d.transpose = TransposeRule::Unary;
+             d.preprocessing = true;
            }),
       moves("CastLike"),
       with(moves("Identity"),
@@ -192,15 +194,15 @@ std::vector<OpDescriptor> build_table() {
              d.output_views_input0 = true;
            }),
       with(moves("Reshape"), view), with(moves("Flatten"), view), with(moves("Squeeze"), view),
-      with(moves("Unsqueeze"), view), moves("Transpose"), moves("Concat"),
+      with(moves("Unsqueeze"), view), with(moves("Transpose"), preprocessing), moves("Concat"),
       moves("Split"), moves("Slice"), moves("Gather"), moves("GatherElements"), moves("GatherND"), moves("Expand"),
-      moves("Tile"), moves("Pad"), moves("Constant"), moves("ConstantOfShape"), moves("Range"), moves("DepthToSpace"),
+      moves("Tile"), with(moves("Pad"), preprocessing), moves("Constant"), moves("ConstantOfShape"), moves("Range"), moves("DepthToSpace"),
       moves("SpaceToDepth"), moves("ScatterND"), moves("ScatterElements"), moves("NonZero"), moves("OneHot"),
       moves("Where"), moves("Compress"), moves("SplitToSequence"), moves("ConcatFromSequence"), moves("SequenceAt"),
       moves("SequenceConstruct"),
       of("Scatter", OpKind::DataMovement), of("ReverseSequence", OpKind::DataMovement),
-      of("Trilu", OpKind::DataMovement), of("EyeLike", OpKind::DataMovement), of("Resize", OpKind::DataMovement),
-      of("Upsample", OpKind::DataMovement), of("SequenceEmpty", OpKind::DataMovement),
+      of("Trilu", OpKind::DataMovement), of("EyeLike", OpKind::DataMovement), with(of("Resize", OpKind::DataMovement), preprocessing),
+      with(of("Upsample", OpKind::DataMovement), preprocessing), of("SequenceEmpty", OpKind::DataMovement),
       of("SequenceErase", OpKind::DataMovement), of("SequenceInsert", OpKind::DataMovement),
       of("SequenceLength", OpKind::DataMovement),
       make("", "Shape", OpKind::Shape, no_flops), make("", "Size", OpKind::Shape, no_flops),

@@ -147,6 +147,9 @@ struct OpDescriptor {
   // convolutions add the residual Z where it lies. Unlike in_place (which says what an output
   // may overwrite), this is what the kernel does, and the planner plans for it as executed.
   int kernel_overwrites_input = -1;
+  // Typically input preprocessing rather than the network (resizing, casting, layout changes):
+  // the profile advisor suggests moving them out of the model when they take much of a run.
+  bool preprocessing = false;
   CostFn flops = nullptr;
   // Bytes moved (read and written) by one execution, where the op knows better than the sizes
   // of its tensors (a plugin's cost); null or a negative answer: those sizes (runtime/op_cost.h).

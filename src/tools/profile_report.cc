@@ -36,11 +36,7 @@ std::string csv(const std::string& s) {
 }
 
 // Ops that typically belong to input preprocessing rather than to the network.
-bool is_preprocessing_like(const std::string& op) {
-  static const std::set<std::string> k = {"Resize", "Cast", "Upsample", "Transpose", "CenterCropPad", "ImageScaler",
-                                          "Normalizer", "Pad"};
-  return k.count(op) > 0;
-}
+bool is_preprocessing_like(const std::string& op) { return op_descriptor_qualified(op).preprocessing; }
 
 // Convolutions and matrix products: the ops whose roofline matters most.
 bool compute_heavy(const std::string& op) { return op_descriptor_qualified(op).kind == OpKind::Contraction; }
