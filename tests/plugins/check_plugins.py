@@ -118,7 +118,7 @@ def unsupported(a):
     # twice.onnx needs com.example.Twice, which the swiglu plugin on the path lacks.
     p = gearbox([a.gearbox, "run", os.path.join(a.data, "twice.onnx"), "--input",
                  "x=" + os.path.join(a.data, "x_twice.npy"), "--op-path", a.op_path])
-    for want in ["OP_UNSUPPORTED", "com.example.Twice", "op path searched: " + a.op_path,
+    for want in ["OP_UNSUPPORTED", "operator Twice (domain com.example, opset 1)", "op path searched: " + a.op_path,
                  "plugins loaded: swiglu 1.2.0 (com.example.SwiGLU (opset 1+))"]:
         if want not in p.stderr:
             sys.exit(f"FAIL: the error lacks '{want}' (exit {p.returncode}):\n{p.stderr}")
