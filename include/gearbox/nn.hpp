@@ -434,6 +434,46 @@ class Adam : public Optimizer {
   std::vector<std::vector<float>> exp_avg_, exp_avg_sq_;
 };
 
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;  // smoothing of the squared-gradient average
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;  // divide by the gradient's estimated variance instead of its second moment
+};
+
+// torch.optim.RMSprop.
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(std::vector<Tensor> params, RMSpropOptions options);
+  void step() override;
+
+ private:
+  RMSpropOptions opt_;
+  std::vector<std::vector<float>> square_avg_, grad_avg_, momentum_buffer_;
+};
+
+struct AdagradOptions {
+  double lr = 1e-2;
+  double lr_decay = 0;
+  double weight_decay = 0;
+  double initial_accumulator_value = 0;
+  double eps = 1e-10;
+};
+
+// torch.optim.Adagrad.
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<Tensor> params, AdagradOptions options);
+  void step() override;
+
+ private:
+  AdagradOptions opt_;
+  std::vector<std::vector<float>> sum_;
+  std::vector<int64_t> steps_;
+};
+
 // torch.nn.utils.clip_grad_norm_: scales every grad() by max_norm / (norm + 1e-6) when the 2-norm
 // of all of them together exceeds max_norm; returns that norm. Under DistributedDataParallel
 // call it after synchronize_gradients(): every rank then holds the averaged gradients, so the

@@ -136,6 +136,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<T
   if (name == "sgd_nesterov")
     return std::make_unique<SGD>(params, SGDOptions{.lr = 0.05, .momentum = 0.9, .nesterov = true});
   if (name == "adam") return std::make_unique<Adam>(params, AdamOptions{.lr = 1e-2});
+  if (name == "rmsprop") return std::make_unique<RMSprop>(params, RMSpropOptions{.lr = 1e-3, .weight_decay = 1e-4});
+  if (name == "rmsprop_centered")
+    return std::make_unique<RMSprop>(params, RMSpropOptions{.lr = 1e-3, .momentum = 0.9, .centered = true});
+  if (name == "adagrad")
+    return std::make_unique<Adagrad>(
+        params, AdagradOptions{.lr = 0.05, .lr_decay = 1e-3, .weight_decay = 1e-4, .initial_accumulator_value = 0.1});
   return std::make_unique<AdamW>(params, AdamOptions{.lr = 1e-2, .weight_decay = 1e-2});
 }
 
@@ -168,7 +174,9 @@ TEST_P(DigitsMlp, LossPerStepMatchesTorch) {
     expect_close(p, load(kRefDir + "/mlp/" + name + "_final_" + pname + ".npy"), 1e-4, 1e-6, name + " " + pname);
 }
 
-INSTANTIATE_TEST_SUITE_P(Frontend, DigitsMlp, ::testing::Values("sgd", "sgd_nesterov", "adam", "adamw"),
+INSTANTIATE_TEST_SUITE_P(Frontend, DigitsMlp,
+                         ::testing::Values("sgd", "sgd_nesterov", "adam", "adamw", "rmsprop", "rmsprop_centered",
+                                           "adagrad"),
                          [](const auto& info) { return info.param; });
 
 // The digits CNN of torch_reference.py (DigitsCnn, ResidualBlock), module for module, so the

@@ -96,6 +96,10 @@ OPTIMIZERS = {
     "sgd_nesterov": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True),
     "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
     "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=1e-2),
+    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=1e-3, weight_decay=1e-4),
+    "rmsprop_centered": lambda p: torch.optim.RMSprop(p, lr=1e-3, momentum=0.9, centered=True),
+    "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.05, lr_decay=1e-3, weight_decay=1e-4,
+                                             initial_accumulator_value=0.1),
 }
 
 

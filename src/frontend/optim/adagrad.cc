@@ -1,0 +1,42 @@
+// nn::Adagrad: torch.optim.Adagrad's update (torch/optim/adagrad.py, _single_tensor_adagrad),
+// in float32 with torch 1.13's order of operations; the decayed learning rate is computed in
+// double, as Python computes it:
+//   g += wd * p;  clr = lr / (1 + (t - 1) lr_decay);  s += g g;  p -= clr g / (sqrt(s) + eps)
+#include <cmath>
+
+#include "frontend/tensor_impl.h"
+
+namespace gbx::nn {
+
+Adagrad::Adagrad(std::vector<Tensor> params, AdagradOptions options) : Optimizer(std::move(params)), opt_(options) {
+  if (opt_.lr < 0 || opt_.lr_decay < 0 || opt_.weight_decay < 0 || opt_.initial_accumulator_value < 0 || opt_.eps < 0)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "Adagrad: lr ", opt_.lr, ", lr_decay ",
+                                     opt_.lr_decay, ", weight_decay ", opt_.weight_decay,
+                                     ", initial_accumulator_value ", opt_.initial_accumulator_value, ", eps ", opt_.eps,
+                                     ": need non-negative values"));
+  // torch fills the sums at construction, so a parameter that gets no gradient keeps its own.
+  for (const Tensor& p : params_)
+    sum_.emplace_back(static_cast<size_t>(p.numel()), static_cast<float>(opt_.initial_accumulator_value));
+  steps_.assign(params_.size(), 0);
+}
+
+void Adagrad::step() {
+  const float wd = static_cast<float>(opt_.weight_decay), eps = static_cast<float>(opt_.eps);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    Tensor& p = params_[k];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const double t = static_cast<double>(++steps_[k]);  // torch counts steps per parameter
+    const float clr = static_cast<float>(opt_.lr / (1 + (t - 1) * opt_.lr_decay));
+    float* w = static_cast<float*>(p.mutable_data());
+    const float* gd = static_cast<const float*>(g.data());
+    std::vector<float>& s = sum_[k];
+    for (size_t i = 0; i < s.size(); ++i) {
+      const float gi = wd != 0 ? gd[i] + wd * w[i] : gd[i];
+      s[i] = s[i] + gi * gi;
+      w[i] += -clr * gi / (std::sqrt(s[i]) + eps);
+    }
+  }
+}
+
+}  // namespace gbx::nn
