@@ -391,6 +391,9 @@ class Optimizer {
   virtual void step() = 0;
   void zero_grad();
   const std::vector<Tensor>& params() const { return params_; }
+  // The learning rate the next step uses (its options' lr until a scheduler changes it).
+  virtual double lr() const = 0;
+  virtual void set_lr(double lr) = 0;
 
  protected:
   std::vector<Tensor> params_;
@@ -408,6 +411,8 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
+  double lr() const override { return opt_.lr; }
+  void set_lr(double lr) override { opt_.lr = lr; }
 
  private:
   SGDOptions opt_;
@@ -426,6 +431,8 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay = false);
   void step() override;
+  double lr() const override { return opt_.lr; }
+  void set_lr(double lr) override { opt_.lr = lr; }
 
  private:
   AdamOptions opt_;
@@ -448,6 +455,8 @@ class RMSprop : public Optimizer {
  public:
   RMSprop(std::vector<Tensor> params, RMSpropOptions options);
   void step() override;
+  double lr() const override { return opt_.lr; }
+  void set_lr(double lr) override { opt_.lr = lr; }
 
  private:
   RMSpropOptions opt_;
@@ -467,11 +476,69 @@ class Adagrad : public Optimizer {
  public:
   Adagrad(std::vector<Tensor> params, AdagradOptions options);
   void step() override;
+  double lr() const override { return opt_.lr; }
+  void set_lr(double lr) override { opt_.lr = lr; }
 
  private:
   AdagradOptions opt_;
   std::vector<std::vector<float>> sum_;
   std::vector<int64_t> steps_;
+};
+
+// ---- learning-rate schedulers (torch.optim.lr_scheduler's chainable forms, step for step) --
+// Each changes its optimizer's lr() per step() (once per epoch, as in torch) with torch's own
+// recursive formula, so the rates equal torch's in double precision. Construction applies
+// epoch 0, as torch's constructors do (LinearLR starts at lr * start_factor).
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  void step();
+  double last_lr() const { return optimizer_.lr(); }
+  int64_t last_epoch() const { return last_epoch_; }
+
+ protected:
+  explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
+  // The rate for epoch last_epoch_ from the current one (torch's get_lr).
+  virtual double next_lr(double current) const = 0;
+  Optimizer& optimizer_;
+  double base_lr_;
+  int64_t last_epoch_ = -1;
+  int64_t step_count_ = 0;
+};
+
+// torch.optim.lr_scheduler.StepLR: lr * gamma every step_size epochs.
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ private:
+  double next_lr(double current) const override;
+  int64_t step_size_;
+  double gamma_;
+};
+
+// torch.optim.lr_scheduler.CosineAnnealingLR: from the base rate down to eta_min over t_max
+// epochs along a half cosine (and back up after, as torch's does).
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
+
+ private:
+  double next_lr(double current) const override;
+  int64_t t_max_;
+  double eta_min_;
+};
+
+// torch.optim.lr_scheduler.LinearLR, the linear warm-up: the rate goes from base * start_factor
+// to base * end_factor over total_iters epochs, then stays.
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+
+ private:
+  double next_lr(double current) const override;
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
 };
 
 // torch.nn.utils.clip_grad_norm_: scales every grad() by max_norm / (norm + 1e-6) when the 2-norm

@@ -179,6 +179,28 @@ INSTANTIATE_TEST_SUITE_P(Frontend, DigitsMlp,
                                            "adagrad"),
                          [](const auto& info) { return info.param; });
 
+// Every epoch's learning rate of StepLR, CosineAnnealingLR (through a restart) and LinearLR
+// equals torch's (torch_reference.py's SCHEDULERS: SGD at lr 0.1).
+TEST(Frontend, LRSchedulersMatchTorch) {
+  Tensor w = Tensor::from_vector(std::vector<float>{0.f}, {1});
+  w.set_requires_grad(true);
+  auto check = [&](const std::string& name, auto make) {
+    std::vector<double> want = load(kRefDir + "/sched/" + name + ".npy").to_double_vector();
+    SGD opt({w}, SGDOptions{.lr = 0.1});
+    auto sched = make(opt);
+    std::vector<double> got{opt.lr()};
+    for (size_t e = 1; e < want.size(); ++e) {
+      sched.step();
+      got.push_back(opt.lr());
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t e = 0; e < want.size(); ++e) EXPECT_DOUBLE_EQ(got[e], want[e]) << name << " epoch " << e;
+  };
+  check("step", [](Optimizer& o) { return StepLR(o, 3, 0.5); });
+  check("cosine", [](Optimizer& o) { return CosineAnnealingLR(o, 10, 1e-3); });
+  check("linear", [](Optimizer& o) { return LinearLR(o, 0.25, 1.0, 4); });
+}
+
 // The digits CNN of torch_reference.py (DigitsCnn, ResidualBlock), module for module, so the
 // state-dict names match torch's.
 class ResidualBlock : public Module {

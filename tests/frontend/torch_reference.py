@@ -205,6 +205,27 @@ def write_cnn(out):
             save(f"{d}/{name}_final_{k}.npy", v.numpy())
 
 
+# Learning-rate schedules: the rate after construction and after each of EPOCHS step() calls.
+SCHEDULERS = {
+    "step": (30, lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5)),
+    # 35 epochs with t_max 10: down, back up (the restart branch at epoch 11 + 20k) and down.
+    "cosine": (35, lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=1e-3)),
+    "linear": (10, lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=4)),
+}
+
+
+def write_schedulers(out):
+    for name, (epochs, make) in SCHEDULERS.items():
+        opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+        sched = make(opt)
+        rates = [opt.param_groups[0]["lr"]]
+        for _ in range(epochs):
+            opt.step()
+            sched.step()
+            rates.append(opt.param_groups[0]["lr"])
+        save(os.path.join(out, "sched", f"{name}.npy"), np.array(rates, dtype=np.float64))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out_dir")
@@ -213,6 +234,7 @@ def main():
     write_ops(args.out_dir)
     write_mlp(args.out_dir)
     write_cnn(args.out_dir)
+    write_schedulers(args.out_dir)
 
 
 if __name__ == "__main__":
