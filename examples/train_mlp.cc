@@ -7,28 +7,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "digits_accuracy.h"
 #include "gearbox/nn.hpp"
 
 namespace nn = gbx::nn;
-
-namespace {
-
-// Share of rows whose largest logit is the target.
-double accuracy(const nn::Tensor& logits, const nn::Tensor& targets) {
-  std::vector<float> l = logits.to_float_vector();
-  std::vector<int64_t> t = targets.to_int64_vector();
-  const int64_t n = logits.dim(0), c = logits.dim(1);
-  int64_t right = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < c; ++j)
-      if (l[i * c + j] > l[i * c + best]) best = j;
-    right += best == t[i];
-  }
-  return static_cast<double>(right) / static_cast<double>(n);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -60,7 +42,7 @@ int main(int argc, char** argv) {
     }
     nn::NoGradGuard no_grad;
     net.eval();
-    std::printf("held-out accuracy: %.2f%% (%lld digits)\n", 100 * accuracy(net(x_test), y_test),
+    std::printf("held-out accuracy: %.2f%% (%lld digits)\n", 100 * digits::accuracy(net(x_test), y_test),
                 static_cast<long long>(n - n_train));
   } catch (const nn::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());

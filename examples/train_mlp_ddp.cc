@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "digits_accuracy.h"
 #include "gearbox/nn_distributed.hpp"
 
 namespace nn = gbx::nn;
@@ -22,18 +23,7 @@ namespace {
 
 double accuracy(nn::Module& net, const nn::Tensor& x, const nn::Tensor& y) {
   nn::NoGradGuard no_grad;
-  nn::Tensor logits = net(x);
-  std::vector<float> l = logits.to_float_vector();
-  std::vector<int64_t> t = y.to_int64_vector();
-  const int64_t n = logits.dim(0), c = logits.dim(1);
-  int64_t right = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < c; ++j)
-      if (l[i * c + j] > l[i * c + best]) best = j;
-    right += best == t[i];
-  }
-  return static_cast<double>(right) / static_cast<double>(n);
+  return digits::accuracy(net(x), y);
 }
 
 int usage(const char* argv0) {
