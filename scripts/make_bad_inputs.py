@@ -35,6 +35,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from loop_model import halving_loop_model, halving_loop_reference
+
 OPSET = 14
 
 
@@ -249,34 +251,14 @@ def main():
     write(os.path.join(out, "extdata_abs", "model.onnx"), ext_abs.SerializeToString())
 
     # ---- a Loop whose trip count is an input: 10^12 trips run "forever" (--timeout) ---------
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond"], ["cond_out"], name="keep_going"),
-         helper.make_node("Mul", ["x_in", "half"], ["a"], name="halve"),
-         helper.make_node("Add", ["a", "one"], ["x_out"], name="add_one")],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2, 3])],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
-         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
-    loop = helper.make_model(helper.make_graph(
-        [helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)], "loop",
-        [helper.make_tensor_value_info("M", TensorProto.INT64, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]),
-        opset_imports=[helper.make_opsetid("", OPSET)])
+    loop = halving_loop_model(OPSET)
     onnx.checker.check_model(loop)
     write(os.path.join(out, "loop", "model.onnx"), loop.SerializeToString())
     lx = rng.standard_normal((2, 3)).astype(np.float32)
     np.save(os.path.join(out, "loop", "x.npy"), lx)
     np.save(os.path.join(out, "loop", "m_huge.npy"), np.array(10**12, np.int64))
     np.save(os.path.join(out, "loop", "m_5.npy"), np.array(5, np.int64))
-    ly = lx.copy()
-    for _ in range(5):  # numpy is the oracle, in float32 like the model
-        ly = ly * np.float32(0.5) + np.float32(1.0)
-    np.save(os.path.join(out, "loop", "expected_y_5.npy"), ly)
+    np.save(os.path.join(out, "loop", "expected_y_5.npy"), halving_loop_reference(lx, 5))  # numpy: the oracle
 
     print(f"[make_bad_inputs] wrote test files under {out}")
     return 0

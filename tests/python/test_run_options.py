@@ -2,49 +2,33 @@
 gearbox's RunOptions.timeout, on a Loop whose trip count M is an input (M = 10^12 runs for
 hours). The session then runs a short loop whose result numpy computes. No timing is asserted:
 ctest's timeout catches a run that does not stop."""
+import os
+import sys
 import threading
 import time
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import gearbox as ort
 from conftest import OPSET, save
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from loop_model import halving_loop_model, halving_loop_reference  # noqa: E402  (scripts/ is not a package)
 
 HUGE = 10**12
 
 
 @pytest.fixture(scope="module")
 def loop_model(tmp_path_factory):
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond"], ["cond_out"]),
-         helper.make_node("Mul", ["x_in", "half"], ["a"]),
-         helper.make_node("Add", ["a", "one"], ["x_out"])],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2, 3])],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
-         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)], "loop",
-        [helper.make_tensor_value_info("M", TensorProto.INT64, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
-    return save(helper.make_model(graph, opset_imports=OPSET), tmp_path_factory.mktemp("loop") / "loop.onnx")
+    return save(halving_loop_model(OPSET[0].version), tmp_path_factory.mktemp("loop") / "loop.onnx")
 
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3) * np.float32(0.25) - np.float32(0.5)
 
 
 def expected(trips):
-    y = X.copy()
-    for _ in range(trips):
-        y = y * np.float32(0.5) + np.float32(1.0)
-    return y
+    return halving_loop_reference(X, trips)
 
 
 def feeds(trips):

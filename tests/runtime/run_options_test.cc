@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "graph/onnx_test_models.h"
 #include "kernels/kernel.h"
 #include "runtime/control_flow.h"
+#include "runtime/node_observer.h"
 #include "runtime/plan_cache.h"
 #include "runtime/session.h"
 
@@ -108,14 +110,32 @@ TEST(RunOptions, TerminateFromAnotherThreadCancelsHugeLoop) {
   expect_loop_result(*s, 5, &options);
 }
 
+// Counts the nodes a run has begun (thread-safe): proves the huge run is in flight.
+class NodesBegun : public NodeObserver {
+ public:
+  Status before_node(const Node&, int, const std::vector<const RuntimeValue*>&) override {
+    ++count;
+    return Status::OK();
+  }
+  Status after_node(const Node&, int, const std::vector<RuntimeValue>&) override { return Status::OK(); }
+  std::atomic<int64_t> count{0};
+};
+
 TEST(RunOptions, CancelOneRunWhileAnotherRunsOnTheSameSession) {
   auto s = load_loop();
   ASSERT_TRUE(s);
   RunOptions doomed;
+  NodesBegun begun;
+  std::atomic<bool> finished{false};
   Status st;
-  std::thread huge([&] { st = run_huge(*s, doomed); });
+  std::thread huge([&] {
+    st = s->run({{"M", Tensor::scalar<int64_t>(kHugeTrips)}, {"x0", loop_input()}}, nullptr, &begun, &doomed).status();
+    finished = true;
+  });
+  while (begun.count < 100) std::this_thread::yield();  // inside the Loop's iterations
   // Runs on the same session while the huge one is in flight: unaffected by its flag.
   for (int i = 0; i < 3; ++i) expect_loop_result(*s, 4);
+  EXPECT_FALSE(finished) << "the huge run ended before the others: they did not overlap";
   doomed.terminate.cancel();
   huge.join();
   EXPECT_EQ(st.code(), ErrorCode::RUN_CANCELLED) << st.to_string();

@@ -20,6 +20,9 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper, checker
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from loop_model import halving_loop_model  # noqa: E402  (scripts/ is not a package)
+
 OPSET = 14
 DTYPES = {  # suffix: (numpy dtype, ONNX type)
     "fp32": (np.float32, TensorProto.FLOAT),
@@ -108,24 +111,7 @@ def colsum(out):
 
 
 def loop(out):
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["cond"], ["cond_out"]),
-         helper.make_node("Mul", ["x_in", "half"], ["a"]),
-         helper.make_node("Add", ["a", "one"], ["x_out"])],
-        "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [2, 3])],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
-         numpy_helper.from_array(np.array(1.0, np.float32), "one")])
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["M", "", "x"], ["y"], name="loop", body=body)], "loop",
-        [helper.make_tensor_value_info("M", TensorProto.INT64, []),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]), os.path.join(out, "loop/model.onnx"))
+    save(halving_loop_model(OPSET), os.path.join(out, "loop/model.onnx"))
 
 
 def main():

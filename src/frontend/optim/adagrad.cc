@@ -4,7 +4,7 @@
 //   g += wd * p;  clr = lr / (1 + (t - 1) lr_decay);  s += g g;  p -= clr g / (sqrt(s) + eps)
 #include <cmath>
 
-#include "frontend/tensor_impl.h"
+#include "frontend/optim/for_each_gradient.h"
 
 namespace gbx::nn {
 
@@ -22,21 +22,16 @@ Adagrad::Adagrad(std::vector<Tensor> params, AdagradOptions options) : Optimizer
 
 void Adagrad::step() {
   const float wd = static_cast<float>(opt_.weight_decay), eps = static_cast<float>(opt_.eps);
-  for (size_t k = 0; k < params_.size(); ++k) {
-    Tensor& p = params_[k];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
+  for_each_gradient(params_, [&](size_t k, float* w, const float* gd, size_t n) {
     const double t = static_cast<double>(++steps_[k]);  // torch counts steps per parameter
     const float clr = static_cast<float>(opt_.lr / (1 + (t - 1) * opt_.lr_decay));
-    float* w = static_cast<float*>(p.mutable_data());
-    const float* gd = static_cast<const float*>(g.data());
     std::vector<float>& s = sum_[k];
-    for (size_t i = 0; i < s.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const float gi = wd != 0 ? gd[i] + wd * w[i] : gd[i];
       s[i] = s[i] + gi * gi;
       w[i] += -clr * gi / (std::sqrt(s[i]) + eps);
     }
-  }
+  });
 }
 
 }  // namespace gbx::nn

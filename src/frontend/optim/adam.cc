@@ -6,7 +6,7 @@
 //   p += -(lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 #include <cmath>
 
-#include "frontend/tensor_impl.h"
+#include "frontend/optim/for_each_gradient.h"
 
 namespace gbx::nn {
 
@@ -31,13 +31,7 @@ void Adam::step() {
   const float decay = static_cast<float>(1 - opt_.lr * opt_.weight_decay);
   const float step_size = static_cast<float>(opt_.lr / (1 - std::pow(opt_.beta1, t)));
   const float bc2_sqrt = static_cast<float>(std::sqrt(1 - std::pow(opt_.beta2, t)));
-  for (size_t k = 0; k < params_.size(); ++k) {
-    Tensor& p = params_[k];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    const size_t n = static_cast<size_t>(p.numel());
-    float* w = static_cast<float*>(p.mutable_data());
-    const float* gd = static_cast<const float*>(g.data());
+  for_each_gradient(params_, [&](size_t k, float* w, const float* gd, size_t n) {
     std::vector<float>& m = exp_avg_[k];
     std::vector<float>& v = exp_avg_sq_[k];
     if (m.empty()) {
@@ -52,7 +46,7 @@ void Adam::step() {
       const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
       w[i] += -step_size * (m[i] / denom);
     }
-  }
+  });
 }
 
 }  // namespace gbx::nn

@@ -5,7 +5,7 @@
 //   momentum: buf = momentum buf + g / avg;  p -= lr buf       else p -= lr g / avg
 #include <cmath>
 
-#include "frontend/tensor_impl.h"
+#include "frontend/optim/for_each_gradient.h"
 
 namespace gbx::nn {
 
@@ -23,13 +23,7 @@ void RMSprop::step() {
   const float lr = static_cast<float>(opt_.lr), wd = static_cast<float>(opt_.weight_decay);
   const float alpha = static_cast<float>(opt_.alpha), one_alpha = static_cast<float>(1 - opt_.alpha);
   const float eps = static_cast<float>(opt_.eps), mom = static_cast<float>(opt_.momentum);
-  for (size_t k = 0; k < params_.size(); ++k) {
-    Tensor& p = params_[k];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    const size_t n = static_cast<size_t>(p.numel());
-    float* w = static_cast<float*>(p.mutable_data());
-    const float* gd = static_cast<const float*>(g.data());
+  for_each_gradient(params_, [&](size_t k, float* w, const float* gd, size_t n) {
     std::vector<float>& v = square_avg_[k];
     std::vector<float>& a = grad_avg_[k];
     std::vector<float>& buf = momentum_buffer_[k];
@@ -55,7 +49,7 @@ void RMSprop::step() {
         w[i] += -lr * gi / avg;
       }
     }
-  }
+  });
 }
 
 }  // namespace gbx::nn

@@ -2,7 +2,7 @@
 // with the same operation order so that a run matches torch's step for step:
 //   d = g + wd * p;  buf = d (first step) | momentum * buf + (1 - dampening) * d
 //   d = nesterov ? d + momentum * buf : buf;  p -= lr * d
-#include "frontend/tensor_impl.h"
+#include "frontend/optim/for_each_gradient.h"
 
 namespace gbx::nn {
 
@@ -17,16 +17,11 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 void SGD::step() {
   const float lr = static_cast<float>(opt_.lr), wd = static_cast<float>(opt_.weight_decay);
   const float mom = static_cast<float>(opt_.momentum), damp = static_cast<float>(1 - opt_.dampening);
-  for (size_t k = 0; k < params_.size(); ++k) {
-    Tensor& p = params_[k];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    float* w = static_cast<float*>(p.mutable_data());
-    const float* gd = static_cast<const float*>(g.data());
+  for_each_gradient(params_, [&](size_t k, float* w, const float* gd, size_t n) {
     std::vector<float>& buf = momentum_[k];
     const bool first = buf.empty();
-    if (mom != 0 && first) buf.resize(static_cast<size_t>(p.numel()));
-    for (int64_t i = 0; i < p.numel(); ++i) {
+    if (mom != 0 && first) buf.resize(n);
+    for (size_t i = 0; i < n; ++i) {
       float d = wd != 0 ? gd[i] + wd * w[i] : gd[i];
       if (mom != 0) {
         buf[i] = first ? d : buf[i] * mom + damp * d;
@@ -34,7 +29,7 @@ void SGD::step() {
       }
       w[i] += -lr * d;
     }
-  }
+  });
 }
 
 }  // namespace gbx::nn

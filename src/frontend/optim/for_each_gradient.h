@@ -1,0 +1,23 @@
+// The loop every optimizer's step() runs: over its parameters that received a gradient, with
+// their float32 data (Optimizer's constructor checked the dtype).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "frontend/tensor_impl.h"
+
+namespace gbx::nn {
+
+// Calls f(k, w, g, n) for each parameter k with a gradient: its data w, gradient g, size n.
+template <typename F>
+void for_each_gradient(std::vector<Tensor>& params, F&& f) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    Tensor& p = params[k];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    f(k, static_cast<float*>(p.mutable_data()), static_cast<const float*>(g.data()), static_cast<size_t>(p.numel()));
+  }
+}
+
+}  // namespace gbx::nn
