@@ -23,9 +23,11 @@ namespace {
 class ResidualBlock : public nn::Module {
  public:
   explicit ResidualBlock(int64_t c)
-      : conv1_(std::make_shared<nn::Conv2d>(c, c, std::vector<int64_t>{3}, nn::Conv2dOptions{.padding = {1}, .bias = false})),
+      : conv1_(std::make_shared<nn::Conv2d>(c, c, std::vector<int64_t>{3},
+                                            nn::Conv2dOptions{.padding = {1}, .bias = false})),
         bn1_(std::make_shared<nn::BatchNorm2d>(c)),
-        conv2_(std::make_shared<nn::Conv2d>(c, c, std::vector<int64_t>{3}, nn::Conv2dOptions{.padding = {1}, .bias = false})),
+        conv2_(std::make_shared<nn::Conv2d>(c, c, std::vector<int64_t>{3},
+                                            nn::Conv2dOptions{.padding = {1}, .bias = false})),
         bn2_(std::make_shared<nn::BatchNorm2d>(c)) {
     register_module("conv1", conv1_);
     register_module("bn1", bn1_);
@@ -45,7 +47,8 @@ class ResidualBlock : public nn::Module {
 class DigitsCnn : public nn::Module {
  public:
   DigitsCnn()
-      : conv_(std::make_shared<nn::Conv2d>(1, 16, std::vector<int64_t>{3}, nn::Conv2dOptions{.padding = {1}, .bias = false})),
+      : conv_(std::make_shared<nn::Conv2d>(1, 16, std::vector<int64_t>{3},
+                                           nn::Conv2dOptions{.padding = {1}, .bias = false})),
         bn_(std::make_shared<nn::BatchNorm2d>(16)),
         block_(std::make_shared<ResidualBlock>(16)),
         fc_(std::make_shared<nn::Linear>(16 * 4 * 4, 10)) {
@@ -72,12 +75,12 @@ std::pair<nn::Tensor, nn::Tensor> reorder(const nn::Tensor& x, const nn::Tensor&
   std::vector<int64_t> ys(yv.size());
   for (size_t i = 0; i < perm.size(); ++i) {
     const size_t src = static_cast<size_t>(perm[i]);
-    std::copy_n(xv.begin() + static_cast<std::ptrdiff_t>(src * row), row, xs.begin() + static_cast<std::ptrdiff_t>(i * row));
+    std::copy_n(xv.begin() + static_cast<std::ptrdiff_t>(src * row), row,
+                xs.begin() + static_cast<std::ptrdiff_t>(i * row));
     ys[i] = yv[src];
   }
   return {nn::Tensor::from_vector(xs, x.shape()), nn::Tensor::from_vector(ys, y.shape())};
 }
-
 
 }  // namespace
 

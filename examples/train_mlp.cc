@@ -26,13 +26,14 @@ int main(int argc, char** argv) {
     nn::Tensor x_test = nn::slice(x, 0, n_train, n), y_test = nn::slice(y, 0, n_train, n);
 
     nn::manual_seed(0);
-    nn::Sequential net({std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::Linear>(32, 10)});
+    nn::Sequential net(
+        {std::make_shared<nn::Linear>(64, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 10)});
     nn::Adam opt(net.parameters(), {.lr = 1e-2});
     for (int e = 0; e < epochs; ++e) {
       double total = 0;
       for (int64_t b = 0; b < n_train; b += batch) {
-        nn::Tensor loss = nn::cross_entropy(net(nn::slice(x_train, 0, b, b + batch)), nn::slice(y_train, 0, b, b + batch));
+        nn::Tensor loss =
+            nn::cross_entropy(net(nn::slice(x_train, 0, b, b + batch)), nn::slice(y_train, 0, b, b + batch));
         opt.zero_grad();
         loss.backward();
         opt.step();

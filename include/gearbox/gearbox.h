@@ -35,11 +35,11 @@ extern "C" {
 typedef int32_t gbx_status;
 #define GBX_OK 0
 
-typedef struct gbx_context_s* gbx_context; /* a device selection plus its resources */
-typedef struct gbx_model_s* gbx_model;     /* a loaded model, ready to execute */
-typedef struct gbx_tensor_s* gbx_tensor;   /* a dense tensor (owns or shares its buffer) */
-typedef struct gbx_stream_s* gbx_stream;   /* an in-order queue of executions */
-typedef struct gbx_event_s* gbx_event;     /* completion of one queued execution */
+typedef struct gbx_context_s* gbx_context;         /* a device selection plus its resources */
+typedef struct gbx_model_s* gbx_model;             /* a loaded model, ready to execute */
+typedef struct gbx_tensor_s* gbx_tensor;           /* a dense tensor (owns or shares its buffer) */
+typedef struct gbx_stream_s* gbx_stream;           /* an in-order queue of executions */
+typedef struct gbx_event_s* gbx_event;             /* completion of one queued execution */
 typedef struct gbx_run_options_s* gbx_run_options; /* a timeout and a terminate flag for executions */
 
 typedef enum gbx_device_kind { GBX_DEVICE_CPU = 0, GBX_DEVICE_CUDA = 1 } gbx_device_kind;
@@ -66,8 +66,8 @@ typedef enum gbx_dtype {
  * lives. A symbolic dimension is -1 in dims and named in dim_names[i] ("" otherwise). */
 typedef struct gbx_io_desc {
   const char* name;
-  int32_t dtype;   /* gbx_dtype */
-  int32_t rank;    /* -1 when the rank is unknown */
+  int32_t dtype; /* gbx_dtype */
+  int32_t rank;  /* -1 when the rank is unknown */
   const int64_t* dims;
   const char* const* dim_names;
 } gbx_io_desc;

@@ -39,7 +39,7 @@ class Status {
 template <typename T>
 class Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}   // NOLINT: implicit by design
+  Expected(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Expected(Status status) : v_(std::move(status)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -78,13 +78,32 @@ class Handle {
   H h_ = nullptr;
 };
 
-template <typename T> constexpr gbx_dtype dtype_of();
-template <> constexpr gbx_dtype dtype_of<float>() { return GBX_DTYPE_FLOAT32; }
-template <> constexpr gbx_dtype dtype_of<double>() { return GBX_DTYPE_FLOAT64; }
-template <> constexpr gbx_dtype dtype_of<int8_t>() { return GBX_DTYPE_INT8; }
-template <> constexpr gbx_dtype dtype_of<uint8_t>() { return GBX_DTYPE_UINT8; }
-template <> constexpr gbx_dtype dtype_of<int32_t>() { return GBX_DTYPE_INT32; }
-template <> constexpr gbx_dtype dtype_of<int64_t>() { return GBX_DTYPE_INT64; }
+template <typename T>
+constexpr gbx_dtype dtype_of();
+template <>
+constexpr gbx_dtype dtype_of<float>() {
+  return GBX_DTYPE_FLOAT32;
+}
+template <>
+constexpr gbx_dtype dtype_of<double>() {
+  return GBX_DTYPE_FLOAT64;
+}
+template <>
+constexpr gbx_dtype dtype_of<int8_t>() {
+  return GBX_DTYPE_INT8;
+}
+template <>
+constexpr gbx_dtype dtype_of<uint8_t>() {
+  return GBX_DTYPE_UINT8;
+}
+template <>
+constexpr gbx_dtype dtype_of<int32_t>() {
+  return GBX_DTYPE_INT32;
+}
+template <>
+constexpr gbx_dtype dtype_of<int64_t>() {
+  return GBX_DTYPE_INT64;
+}
 }  // namespace detail
 
 class Tensor {
@@ -143,8 +162,8 @@ class Tensor {
 struct IoDesc {
   std::string name;
   gbx_dtype dtype;
-  int32_t rank;                       // -1: unknown
-  std::vector<int64_t> dims;          // -1: symbolic or unknown
+  int32_t rank;               // -1: unknown
+  std::vector<int64_t> dims;  // -1: symbolic or unknown
   std::vector<std::string> dim_names;
 };
 

@@ -159,7 +159,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // Empty axes: all of them.
 Tensor sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
-Tensor reshape(const Tensor& x, std::vector<int64_t> shape);  // one -1 allowed
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape);   // one -1 allowed
 Tensor transpose(const Tensor& x, std::vector<int64_t> perm);  // empty perm: reverse the axes
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // x[start:end] along `axis` (step 1; negative indices count from the end, like Python).
@@ -305,7 +305,8 @@ class LayerNorm : public Module {
 
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0})
+  explicit MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0})
       : k_(std::move(kernel_size)), s_(std::move(stride)), p_(std::move(padding)) {}
   Tensor forward(const Tensor& x) override { return max_pool2d(x, k_, s_, p_); }
 
@@ -315,8 +316,8 @@ class MaxPool2d : public Module {
 
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {}, std::vector<int64_t> padding = {0},
-                     bool count_include_pad = true)
+  explicit AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0}, bool count_include_pad = true)
       : k_(std::move(kernel_size)), s_(std::move(stride)), p_(std::move(padding)), include_pad_(count_include_pad) {}
   Tensor forward(const Tensor& x) override { return avg_pool2d(x, k_, s_, p_, include_pad_); }
 

@@ -103,8 +103,8 @@ typedef struct gbx_plugin_node {
 /* The outputs' dtypes and dims from the inputs' (required). Called before every kernel call
  * with concrete dims; gearbox allocates the outputs with what it returns, and checks after the
  * kernel that it kept to it. */
-typedef int32_t (*gbx_plugin_shape_fn)(const gbx_plugin_node* node, const gbx_plugin_shape* inputs,
-                                       int32_t num_inputs, gbx_plugin_shape* outputs, int32_t num_outputs);
+typedef int32_t (*gbx_plugin_shape_fn)(const gbx_plugin_node* node, const gbx_plugin_shape* inputs, int32_t num_inputs,
+                                       gbx_plugin_shape* outputs, int32_t num_outputs);
 
 /* Whether the kernel handles these inputs (optional; NULL: every case its dtype lists admit).
  * Returns 1 to accept, 0 to refuse (a reason via set_error shows in the partition report). */
@@ -126,8 +126,8 @@ typedef void (*gbx_plugin_cost_fn)(const gbx_plugin_node* node, const gbx_plugin
 
 /* One operator. */
 typedef struct gbx_plugin_op {
-  const char* domain;  /* e.g. "com.example"; "" is ONNX's own domain */
-  const char* op_type; /* e.g. "SwiGLU" */
+  const char* domain;    /* e.g. "com.example"; "" is ONNX's own domain */
+  const char* op_type;   /* e.g. "SwiGLU" */
   int32_t since_version; /* opsets of `domain` served: [since_version, end_version] */
   int32_t end_version;   /* 0: every later opset too */
   int32_t num_inputs;    /* the node's input and output counts (fixed) */

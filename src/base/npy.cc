@@ -4,15 +4,15 @@
 // (HeaderParser below): it comes from outside.
 #include "base/npy.h"
 
-#include "base/atomic_file.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <string_view>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+
+#include "base/atomic_file.h"
 
 namespace gearbox {
 namespace {
@@ -22,9 +22,9 @@ struct NpyDescr {
   DType dtype;
 };
 constexpr NpyDescr kDescrs[] = {
-    {"f4", DType::F32}, {"f8", DType::F64}, {"f2", DType::F16}, {"i1", DType::I8},  {"u1", DType::U8},
-    {"i2", DType::I16}, {"u2", DType::U16}, {"i4", DType::I32}, {"u4", DType::U32}, {"i8", DType::I64},
-    {"u8", DType::U64}, {"b1", DType::Bool},
+    {"f4", DType::F32}, {"f8", DType::F64}, {"f2", DType::F16}, {"i1", DType::I8},
+    {"u1", DType::U8},  {"i2", DType::I16}, {"u2", DType::U16}, {"i4", DType::I32},
+    {"u4", DType::U32}, {"i8", DType::I64}, {"u8", DType::U64}, {"b1", DType::Bool},
 };
 
 Status invalid(const std::string& what, const std::string& why) {
@@ -173,7 +173,8 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& what, cons
     return invalid(what, "unknown .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
                              " (numpy writes 1.0, 2.0 and 3.0)");
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+    header_len =
+        static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     header_start = 10;
   } else {
     if (bytes.size() < 12) return invalid(what, "truncated header");
@@ -217,8 +218,8 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& what, cons
     return invalid(what, "data is " + std::to_string(have) + " bytes but shape " + to_string(dims) + " needs " +
                              std::to_string(need));
   if (have > need && !options.allow_trailing_bytes)
-    return invalid(what, std::to_string(have - need) + " bytes follow the " + std::to_string(need) + " bytes of shape " +
-                             to_string(dims) +
+    return invalid(what, std::to_string(have - need) + " bytes follow the " + std::to_string(need) +
+                             " bytes of shape " + to_string(dims) +
                              " (a truncated rewrite or a concatenated file?); pass --npy-allow-trailing-bytes to "
                              "ignore them");
   GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dt, dims));
@@ -260,7 +261,8 @@ std::string serialize_npy(const Tensor& input) {
     if (d.dtype == t.dtype()) descr = d.descr;
   std::string full = std::string(dtype_size(t.dtype()) == 1 ? "|" : "<") + descr;
   std::string shape = "(";
-  for (size_t i = 0; i < t.dims().size(); ++i) shape += std::to_string(t.dims()[i]) + (t.dims().size() == 1 ? "," : (i + 1 < t.dims().size() ? ", " : ""));
+  for (size_t i = 0; i < t.dims().size(); ++i)
+    shape += std::to_string(t.dims()[i]) + (t.dims().size() == 1 ? "," : (i + 1 < t.dims().size() ? ", " : ""));
   shape += ")";
   std::string header = "{'descr': '" + full + "', 'fortran_order': False, 'shape': " + shape + ", }";
   size_t total = 10 + header.size() + 1;
@@ -276,7 +278,8 @@ std::string serialize_npy(const Tensor& input) {
 
 Status write_npy(const std::string& path, const Tensor& t) {
   if (!visit_numeric(t.dtype(), [](auto) {}))
-    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "cannot write a ", dtype_name(t.dtype()), " tensor to .npy ('", path, "')");
+    return make_error(ErrorCode::DTYPE_UNSUPPORTED, "cannot write a ", dtype_name(t.dtype()), " tensor to .npy ('",
+                      path, "')");
   return write_file_atomically(path, serialize_npy(t));
 }
 

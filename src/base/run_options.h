@@ -53,9 +53,7 @@ struct RunOptions {
   // flag wins when both hold: it was an explicit request).
   Status check() const;
   // The same as a bool, for a loop that returns its own error.
-  bool stop_requested() const {
-    return terminate.cancelled() || (deadline && Clock::now() >= *deadline);
-  }
+  bool stop_requested() const { return terminate.cancelled() || (deadline && Clock::now() >= *deadline); }
 };
 
 // The options of the run on the calling thread; null outside a run (a kernel test calling a

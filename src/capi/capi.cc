@@ -3,8 +3,6 @@
 // Every entry point catches everything: a C caller cannot handle a C++ exception, so an
 // escaping one becomes INTERNAL with its what() text. Failures set a thread-local last
 // error that gbx_last_error_message() returns.
-#include "gearbox/gearbox.h"
-
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -16,6 +14,7 @@
 
 #include "device/device.h"
 #include "device/stream.h"
+#include "gearbox/gearbox.h"
 #include "graph/onnx_importer.h"
 #include "runtime/session.h"
 
@@ -92,13 +91,9 @@ gbx_status fail(const Status& s) {
   return t_last_code;
 }
 
-gbx_status ok() {
-  return GBX_OK;
-}
+gbx_status ok() { return GBX_OK; }
 
-gbx_status invalid(const std::string& what) {
-  return fail(Status(ErrorCode::API_INVALID_ARGUMENT, what));
-}
+gbx_status invalid(const std::string& what) { return fail(Status(ErrorCode::API_INVALID_ARGUMENT, what)); }
 
 // Runs body, turning an escaping exception into INTERNAL.
 template <typename Fn>
@@ -311,7 +306,8 @@ gbx_status gbx_model_output(gbx_model model, size_t index, gbx_io_desc* out) {
 
 gbx_status gbx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank, gbx_tensor* out) {
   return guarded([&] {
-    if (out == nullptr || (rank > 0 && dims == nullptr)) return invalid("out (and dims when rank > 0) must not be NULL");
+    if (out == nullptr || (rank > 0 && dims == nullptr))
+      return invalid("out (and dims when rank > 0) must not be NULL");
     auto dt = static_cast<gearbox::DType>(dtype);
     if (!gearbox::dtype_is_known(dtype) || dt == gearbox::DType::String || dt == gearbox::DType::Undefined)
       return invalid("dtype " + std::to_string(dtype) + " is not a numeric gbx_dtype");
@@ -428,8 +424,8 @@ gbx_status gbx_stream_synchronize(gbx_stream stream) {
   return GBX_OK;
 }
 
-gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, const gbx_tensor* inputs,
-                             size_t n_inputs, gbx_stream stream, gbx_event* event) {
+gbx_status gbx_execute_async(gbx_model model, const char* const* input_names, const gbx_tensor* inputs, size_t n_inputs,
+                             gbx_stream stream, gbx_event* event) {
   return gbx_execute_async_with_options(model, input_names, inputs, n_inputs, stream, nullptr, event);
 }
 
@@ -437,7 +433,8 @@ gbx_status gbx_execute_async_with_options(gbx_model model, const char* const* in
                                           size_t n_inputs, gbx_stream stream, gbx_run_options options,
                                           gbx_event* event) {
   return guarded([&] {
-    if (model == nullptr || stream == nullptr || event == nullptr) return invalid("model, stream and event must not be NULL");
+    if (model == nullptr || stream == nullptr || event == nullptr)
+      return invalid("model, stream and event must not be NULL");
     auto feeds = collect_inputs(input_names, inputs, n_inputs);
     if (!feeds.ok()) return fail(feeds.status());
     // Capture private copies: the caller may refill its input buffers right away.
@@ -447,11 +444,11 @@ gbx_status gbx_execute_async_with_options(gbx_model model, const char* const* in
     std::shared_ptr<const gearbox::Session> session = model->session;  // outlives a destroyed model
     gearbox::device::Event e = stream->stream.enqueue(
         [session, outputs, captured = std::move(captured), run_options = run_options_of(options)] {
-      auto r = session->run(captured, run_options);
-      if (!r.ok()) return r.status();
-      *outputs = std::move(r).value();
-      return Status::OK();
-    });
+          auto r = session->run(captured, run_options);
+          if (!r.ok()) return r.status();
+          *outputs = std::move(r).value();
+          return Status::OK();
+        });
     *event = new gbx_event_s{e, outputs};
     return ok();
   });

@@ -83,7 +83,8 @@ Result<std::string> read_external(const onnx::TensorProto& tp, const std::string
   std::string data(expected, '\0');
   in.seekg(offset);
   in.read(data.data(), static_cast<std::streamsize>(expected));
-  if (!in) return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': short read from '", file, "'");
+  if (!in)
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': short read from '", file, "'");
   return data;
 }
 
@@ -106,8 +107,8 @@ Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims
   const size_t elem = dtype_size(dt);
   if (n < 0 || (elem != 0 && static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / elem / 2))
     return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims),
-                      " whose size overflows; it stores ",
-                      tp.has_raw_data() ? tp.raw_data().size() : 0, " bytes of raw data");
+                      " whose size overflows; it stores ", tp.has_raw_data() ? tp.raw_data().size() : 0,
+                      " bytes of raw data");
   if (tp.has_raw_data() && dt != DType::String) {
     const uint64_t want = static_cast<uint64_t>(n) * elem;
     if (tp.raw_data().size() != want)
@@ -139,7 +140,10 @@ std::string first_node_in_cycle(const onnx::GraphProto& g) {
       const auto& n = *pending[i];
       bool ready = std::all_of(n.input().begin(), n.input().end(),
                                [&](const std::string& in) { return available.count(in) != 0; });
-      if (!ready) { ++i; continue; }
+      if (!ready) {
+        ++i;
+        continue;
+      }
       for (const auto& out : n.output()) available.insert(out);
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
       progress = true;
@@ -161,7 +165,8 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   // are a malformed tensor (TENSOR_DATA_SIZE), not a request for that much memory (OUT_OF_MEMORY).
   GBX_RETURN_IF_ERROR(check_stored_size(tp, dt, dims));
   // Every byte is written below (or the import fails), so skip zero-filling.
-  GBX_ASSIGN_OR_RETURN(Tensor t, dt == DType::String ? Tensor::allocate(dt, dims) : Tensor::allocate_uninitialized(dt, dims));
+  GBX_ASSIGN_OR_RETURN(Tensor t,
+                       dt == DType::String ? Tensor::allocate(dt, dims) : Tensor::allocate_uninitialized(dt, dims));
   const int64_t n = t.numel();
   if (dt == DType::String) {
     GBX_RETURN_IF_ERROR(check_count(tp, tp.string_data(), n));
@@ -226,7 +231,7 @@ ValueType convert_type(const onnx::TypeProto& tp) {
   if (tp.has_tensor_type()) {
     vt.kind = ValueType::Kind::Tensor;
     vt.dtype = dtype_is_known(tp.tensor_type().elem_type()) ? static_cast<DType>(tp.tensor_type().elem_type())
-                                                             : DType::Undefined;
+                                                            : DType::Undefined;
     if (tp.tensor_type().has_shape()) {
       std::vector<Dim> dims;
       for (const auto& d : tp.tensor_type().shape().dim()) {
@@ -294,7 +299,8 @@ class GraphImporter {
       }
     int unnamed = 0;
     for (const auto& np : gp.node()) {
-      Node* n = g->add_node(np.op_type(), np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed++) : np.name());
+      Node* n =
+          g->add_node(np.op_type(), np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed++) : np.name());
       n->domain = np.domain() == "ai.onnx" ? "" : np.domain();
       auto op_it = opsets_.find(n->domain);
       if (op_it == opsets_.end())
@@ -326,7 +332,8 @@ class GraphImporter {
       Value* v = lookup(*g, out.name());
       if (!v)
         return make_error(ErrorCode::MODEL_INVALID, "graph output '", out.name(), "' is not produced by any node");
-      if (v->type.dtype == DType::Undefined && v->type.kind == ValueType::Kind::Tensor) v->type = convert_type(out.type());
+      if (v->type.dtype == DType::Undefined && v->type.kind == ValueType::Kind::Tensor)
+        v->type = convert_type(out.type());
       g->outputs.push_back(v);
     }
     GBX_RETURN_IF_ERROR(topological_sort(*g));
@@ -344,12 +351,30 @@ class GraphImporter {
     Attribute a;
     using AP = onnx::AttributeProto;
     switch (ap.type()) {
-      case AP::FLOAT: a.type = AttrType::Float; a.f = ap.f(); break;
-      case AP::INT: a.type = AttrType::Int; a.i = ap.i(); break;
-      case AP::STRING: a.type = AttrType::String; a.s = ap.s(); break;
-      case AP::FLOATS: a.type = AttrType::Floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
-      case AP::INTS: a.type = AttrType::Ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
-      case AP::STRINGS: a.type = AttrType::Strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+      case AP::FLOAT:
+        a.type = AttrType::Float;
+        a.f = ap.f();
+        break;
+      case AP::INT:
+        a.type = AttrType::Int;
+        a.i = ap.i();
+        break;
+      case AP::STRING:
+        a.type = AttrType::String;
+        a.s = ap.s();
+        break;
+      case AP::FLOATS:
+        a.type = AttrType::Floats;
+        a.floats.assign(ap.floats().begin(), ap.floats().end());
+        break;
+      case AP::INTS:
+        a.type = AttrType::Ints;
+        a.ints.assign(ap.ints().begin(), ap.ints().end());
+        break;
+      case AP::STRINGS:
+        a.type = AttrType::Strings;
+        a.strings.assign(ap.strings().begin(), ap.strings().end());
+        break;
       case AP::TENSOR: {
         a.type = AttrType::Tensor;
         GBX_ASSIGN_OR_RETURN(a.t, convert_tensor(ap.t(), base_dir_));
@@ -446,7 +471,8 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   auto phase_start = std::chrono::steady_clock::now();
   auto phase_done = [&](const char* what) {
     auto now = std::chrono::steady_clock::now();
-    GBX_LOG_DEBUG("GRAPH", "{} took {:.1f} ms", what, std::chrono::duration<double, std::milli>(now - phase_start).count());
+    GBX_LOG_DEBUG("GRAPH", "{} took {:.1f} ms", what,
+                  std::chrono::duration<double, std::milli>(now - phase_start).count());
     phase_start = now;
   };
   progress_begin(options.progress, "check");
@@ -456,8 +482,8 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   std::optional<CheckingView> view;
   view.emplace(mp, onnx_it == model.opsets.end() ? kLibOnnxMaxOpset : static_cast<int>(onnx_it->second));
   if (!view->newer_ops().empty())
-    GBX_LOG_DEBUG("GRAPH", "{} node(s) checked against gearbox's ai.onnx opset-{} schemas: {}", view->newer_ops().size(),
-                  onnx_it->second, join(view->newer_ops()));
+    GBX_LOG_DEBUG("GRAPH", "{} node(s) checked against gearbox's ai.onnx opset-{} schemas: {}",
+                  view->newer_ops().size(), onnx_it->second, join(view->newer_ops()));
   if (!view->unknown_ops().empty())
     GBX_LOG_DEBUG("GRAPH", "{} node(s) whose op no ONNX schema knows at this opset, left to the kernel registry: {}",
                   view->unknown_ops().size(), join(view->unknown_ops()));
@@ -582,7 +608,8 @@ Result<RuntimeValue> load_value_pb(const std::string& path, const ValueType& typ
   const ValueType* t = &type;
   if (t->kind == ValueType::Kind::Optional) {
     onnx::OptionalProto op;
-    if (!op.ParseFromString(bytes)) return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not an OptionalProto");
+    if (!op.ParseFromString(bytes))
+      return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not an OptionalProto");
     if (op.has_tensor_value()) {
       GBX_ASSIGN_OR_RETURN(Tensor tensor, convert_tensor(op.tensor_value(), dir));
       return RuntimeValue(std::move(tensor));
@@ -592,7 +619,8 @@ Result<RuntimeValue> load_value_pb(const std::string& path, const ValueType& typ
   }
   if (t->kind == ValueType::Kind::Sequence) {
     onnx::SequenceProto sp;
-    if (!sp.ParseFromString(bytes)) return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not a SequenceProto");
+    if (!sp.ParseFromString(bytes))
+      return make_error(ErrorCode::MODEL_PARSE_FAILED, "'", path, "' is not a SequenceProto");
     auto r = convert_sequence(sp, dir);
     if (r.ok() && type.elem) r->sequence().elem_dtype = type.elem->dtype;
     return r;

@@ -17,8 +17,8 @@
 namespace gearbox {
 
 struct ImportOptions {
-  bool check_model = true;       // onnx::checker::check_model
-  bool infer_shapes = true;      // onnx::shape_inference::InferShapes
+  bool check_model = true;   // onnx::checker::check_model
+  bool infer_shapes = true;  // onnx::shape_inference::InferShapes
   // Told the phases: "read", "check", "infer shapes", "import" (gearbox compile shows them).
   Progress* progress = nullptr;
 };

@@ -53,8 +53,7 @@ OpSchema derive(const OpSchema& base, const OpSchema& types, const std::string& 
   s.SetDomain(kShadowDomain).SinceVersion(since);
   int i = 0;
   for (const auto& p : base.inputs())
-    s.Input(i++, p.GetName(), p.GetDescription(), p.GetTypeStr(), p.GetOption(), p.GetIsHomogeneous(),
-            p.GetMinArity());
+    s.Input(i++, p.GetName(), p.GetDescription(), p.GetTypeStr(), p.GetOption(), p.GetIsHomogeneous(), p.GetMinArity());
   i = 0;
   for (const auto& p : base.outputs())
     s.Output(i++, p.GetName(), p.GetDescription(), p.GetTypeStr(), p.GetOption(), p.GetIsHomogeneous(),
@@ -197,7 +196,7 @@ void register_all() {
   static std::once_flag once;
   std::call_once(once, [] {
     onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(kShadowDomain, kLibOnnxMaxOpset + 1,
-                                                                                 kShadowMaxOpset);
+                                                                                kShadowMaxOpset);
     try {
       register_opset18();
     } catch (const std::exception&) {

@@ -1,10 +1,10 @@
 // KernelContext accessors and the kernel registry.
 #include "kernels/kernel.h"
 
-#include "kernels/kernel_support.h"
-
 #include <algorithm>
 #include <string>
+
+#include "kernels/kernel_support.h"
 
 namespace gearbox {
 
@@ -62,7 +62,7 @@ Result<std::vector<RuntimeValue>> KernelContext::run_subgraph(const Graph& body,
 }
 
 const KernelDef* KernelContext::find_kernel(std::string_view domain, std::string_view op_type, int opset,
-                                           DType dtype) const {
+                                            DType dtype) const {
   const auto& registry = KernelRegistry::global();
   if (!engines_) return registry.find(domain, op_type, opset, kEngineRef, dtype);
   for (const std::string& engine : *engines_)
@@ -85,9 +85,12 @@ const KernelDef* find_kernel_for(const KernelContext& parent, const KernelContex
 
 std::string_view layout_name(TensorLayout l) {
   switch (l) {
-    case TensorLayout::Plain: return "plain";
-    case TensorLayout::Nhwc: return "nhwc";
-    case TensorLayout::Nchw16c: return "nchw16c";
+    case TensorLayout::Plain:
+      return "plain";
+    case TensorLayout::Nhwc:
+      return "nhwc";
+    case TensorLayout::Nchw16c:
+      return "nchw16c";
   }
   return "?";
 }
@@ -224,8 +227,7 @@ const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view 
 
 bool KernelRegistry::supports(std::string_view domain, std::string_view op_type, int opset) const {
   for (const auto& d : defs_)
-    if (d.op_type == op_type && d.domain == domain && opset >= d.since_version && opset <= d.end_version)
-      return true;
+    if (d.op_type == op_type && d.domain == domain && opset >= d.since_version && opset <= d.end_version) return true;
   return false;
 }
 

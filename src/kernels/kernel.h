@@ -48,8 +48,8 @@ struct TensorSequence {
 class RuntimeValue {
  public:
   RuntimeValue() = default;
-  RuntimeValue(Tensor t) : v_(std::move(t)) {}            // NOLINT
-  RuntimeValue(TensorSequence s) : v_(std::move(s)) {}    // NOLINT
+  RuntimeValue(Tensor t) : v_(std::move(t)) {}          // NOLINT
+  RuntimeValue(TensorSequence s) : v_(std::move(s)) {}  // NOLINT
   bool is_none() const { return v_.index() == 0; }
   bool is_tensor() const { return v_.index() == 1; }
   bool is_sequence() const { return v_.index() == 2; }
@@ -133,8 +133,8 @@ class KernelContext {
   // output replaces): the executor found this node the value's last reader, reading it
   // through this input only, and no other tensor shares the buffer.
   bool may_overwrite_input(size_t i) const {
-    return last_reader_ && i < last_reader_->size() && (*last_reader_)[i] && has_input(i) &&
-           inputs_[i]->is_tensor() && input(i).owns_buffer_alone();
+    return last_reader_ && i < last_reader_->size() && (*last_reader_)[i] && has_input(i) && inputs_[i]->is_tensor() &&
+           input(i).owns_buffer_alone();
   }
   // The executor's plan (outlives the context; not copied per run).
   void set_last_reader_of(const std::vector<bool>* last_reader) { last_reader_ = last_reader; }
@@ -239,6 +239,6 @@ class KernelRegistry {
 
 // Registers a kernel at static-initialization time. The kernel library is linked as an
 // object library, so registrations are never dropped by the linker.
-#define GBX_REGISTER_KERNEL(...) \
+#define GBX_REGISTER_KERNEL(...)                                             \
   [[maybe_unused]] static const bool GBX_CONCAT(gbx_kernel_reg_, __LINE__) = \
       ::gearbox::KernelRegistry::global().add(::gearbox::KernelDef __VA_ARGS__)

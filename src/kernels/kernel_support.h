@@ -37,13 +37,13 @@ std::string_view layout_name(TensorLayout l);
 class KernelQuery {
  public:
   struct Input {
-    bool present = false;  // not an omitted optional input
-    bool tensor = false;   // a tensor (statically: a tensor-typed value)
+    bool present = false;     // not an omitted optional input
+    bool tensor = false;      // a tensor (statically: a tensor-typed value)
     bool maybe_none = false;  // statically an Optional: may be none at run time
     DType dtype = DType::Undefined;
-    int64_t rank = -1;          // -1: unknown
-    std::optional<Dims> dims;   // set when every dim is known
-    bool constant = false;      // an initializer
+    int64_t rank = -1;         // -1: unknown
+    std::optional<Dims> dims;  // set when every dim is known
+    bool constant = false;     // an initializer
     // The tensor itself: at run time, or an initializer's statically (e.g. a shape input a
     // predicate must read); null otherwise.
     const Tensor* value = nullptr;
@@ -133,6 +133,6 @@ const KernelDef* find_kernel_for(const KernelContext& parent, const KernelContex
 }  // namespace gearbox
 
 // Declares what kernel function FN handles (a KernelSupport initializer).
-#define GBX_KERNEL_SUPPORT(FN, ...) \
+#define GBX_KERNEL_SUPPORT(FN, ...)                                              \
   [[maybe_unused]] static const bool GBX_CONCAT(gbx_kernel_support_, __LINE__) = \
       ::gearbox::KernelSupportTable::global().add(FN, ::gearbox::KernelSupport __VA_ARGS__)

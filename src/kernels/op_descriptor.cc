@@ -159,13 +159,43 @@ std::vector<OpDescriptor> build_table() {
   const auto preprocessing = [](OpDescriptor& d) { d.preprocessing = true; };
   std::vector<OpDescriptor> t = {
       // element-wise unary
-      unary("Abs"), unary("Acos"), unary("Acosh"), unary("Asin"), unary("Asinh"), unary("Atan"), unary("Atanh"),
-      unary("Ceil"), unary("Celu"), unary("Cos"), unary("Cosh"), unary("Elu"), unary("Erf"), unary("Exp"),
-      unary("Floor"), unary("HardSigmoid", A::HardSigmoid), unary("HardSwish", A::HardSwish),
-      unary("LeakyRelu", A::LeakyRelu), unary("Log"), unary("Mish"), unary("Neg"), unary("Reciprocal"),
-      unary("Relu", A::Relu), unary("Round"), unary("Selu"), unary("Shrink"), unary("Sigmoid", A::Sigmoid),
-      unary("Sign"), unary("Sin"), unary("Sinh"), unary("Softplus"), unary("Softsign"), unary("Sqrt"), unary("Tan"),
-      unary("Tanh", A::Tanh), unary("ThresholdedRelu"), unary("BitwiseNot"),
+      unary("Abs"),
+      unary("Acos"),
+      unary("Acosh"),
+      unary("Asin"),
+      unary("Asinh"),
+      unary("Atan"),
+      unary("Atanh"),
+      unary("Ceil"),
+      unary("Celu"),
+      unary("Cos"),
+      unary("Cosh"),
+      unary("Elu"),
+      unary("Erf"),
+      unary("Exp"),
+      unary("Floor"),
+      unary("HardSigmoid", A::HardSigmoid),
+      unary("HardSwish", A::HardSwish),
+      unary("LeakyRelu", A::LeakyRelu),
+      unary("Log"),
+      unary("Mish"),
+      unary("Neg"),
+      unary("Reciprocal"),
+      unary("Relu", A::Relu),
+      unary("Round"),
+      unary("Selu"),
+      unary("Shrink"),
+      unary("Sigmoid", A::Sigmoid),
+      unary("Sign"),
+      unary("Sin"),
+      unary("Sinh"),
+      unary("Softplus"),
+      unary("Softsign"),
+      unary("Sqrt"),
+      unary("Tan"),
+      unary("Tanh", A::Tanh),
+      unary("ThresholdedRelu"),
+      unary("BitwiseNot"),
       with(unary("Not"), [](OpDescriptor& d) { d.in_place.clear(); }),
       with(unary("IsInf"), [](OpDescriptor& d) { d.in_place.clear(); }),
       with(unary("IsNaN"), [](OpDescriptor& d) { d.in_place.clear(); }),
@@ -176,10 +206,29 @@ std::vector<OpDescriptor> build_table() {
              d.activation = A::Gelu;  // "approximate" = "tanh": GeluTanh (fusion_util.cc)
            }),
       // element-wise over broadcast inputs
-      binary("Add"), binary("Sub"), binary("Mul"), binary("Div"), binary("Pow"), binary("Mod"), binary("PRelu"),
-      binary("BitShift"), binary("BitwiseAnd"), binary("BitwiseOr"), binary("BitwiseXor"), binary("Max"), binary("Min"), binary("Sum"), binary("Mean"),
-      predicate("Equal"), predicate("Less"), predicate("Greater"), predicate("LessOrEqual"),
-      predicate("GreaterOrEqual"), predicate("And"), predicate("Or"), predicate("Xor"),
+      binary("Add"),
+      binary("Sub"),
+      binary("Mul"),
+      binary("Div"),
+      binary("Pow"),
+      binary("Mod"),
+      binary("PRelu"),
+      binary("BitShift"),
+      binary("BitwiseAnd"),
+      binary("BitwiseOr"),
+      binary("BitwiseXor"),
+      binary("Max"),
+      binary("Min"),
+      binary("Sum"),
+      binary("Mean"),
+      predicate("Equal"),
+      predicate("Less"),
+      predicate("Greater"),
+      predicate("LessOrEqual"),
+      predicate("GreaterOrEqual"),
+      predicate("And"),
+      predicate("Or"),
+      predicate("Xor"),
       // data movement: no FLOPs. Cast/CastLike/Identity commute with a transpose and run in place.
       with(moves("Cast"),
            [](OpDescriptor& d) {
@@ -193,69 +242,142 @@ std::vector<OpDescriptor> build_table() {
              d.transpose = TransposeRule::Unary;
              d.output_views_input0 = true;
            }),
-      with(moves("Reshape"), view), with(moves("Flatten"), view), with(moves("Squeeze"), view),
-      with(moves("Unsqueeze"), view), with(moves("Transpose"), preprocessing), moves("Concat"),
-      moves("Split"), moves("Slice"), moves("Gather"), moves("GatherElements"), moves("GatherND"), moves("Expand"),
-      moves("Tile"), with(moves("Pad"), preprocessing), moves("Constant"), moves("ConstantOfShape"), moves("Range"), moves("DepthToSpace"),
-      moves("SpaceToDepth"), moves("ScatterND"), moves("ScatterElements"), moves("NonZero"), moves("OneHot"),
-      moves("Where"), moves("Compress"), moves("SplitToSequence"), moves("ConcatFromSequence"), moves("SequenceAt"),
+      with(moves("Reshape"), view),
+      with(moves("Flatten"), view),
+      with(moves("Squeeze"), view),
+      with(moves("Unsqueeze"), view),
+      with(moves("Transpose"), preprocessing),
+      moves("Concat"),
+      moves("Split"),
+      moves("Slice"),
+      moves("Gather"),
+      moves("GatherElements"),
+      moves("GatherND"),
+      moves("Expand"),
+      moves("Tile"),
+      with(moves("Pad"), preprocessing),
+      moves("Constant"),
+      moves("ConstantOfShape"),
+      moves("Range"),
+      moves("DepthToSpace"),
+      moves("SpaceToDepth"),
+      moves("ScatterND"),
+      moves("ScatterElements"),
+      moves("NonZero"),
+      moves("OneHot"),
+      moves("Where"),
+      moves("Compress"),
+      moves("SplitToSequence"),
+      moves("ConcatFromSequence"),
+      moves("SequenceAt"),
       moves("SequenceConstruct"),
-      of("Scatter", OpKind::DataMovement), of("ReverseSequence", OpKind::DataMovement),
-      of("Trilu", OpKind::DataMovement), of("EyeLike", OpKind::DataMovement), with(of("Resize", OpKind::DataMovement), preprocessing),
-      with(of("Upsample", OpKind::DataMovement), preprocessing), of("SequenceEmpty", OpKind::DataMovement),
-      of("SequenceErase", OpKind::DataMovement), of("SequenceInsert", OpKind::DataMovement),
+      of("Scatter", OpKind::DataMovement),
+      of("ReverseSequence", OpKind::DataMovement),
+      of("Trilu", OpKind::DataMovement),
+      of("EyeLike", OpKind::DataMovement),
+      with(of("Resize", OpKind::DataMovement), preprocessing),
+      with(of("Upsample", OpKind::DataMovement), preprocessing),
+      of("SequenceEmpty", OpKind::DataMovement),
+      of("SequenceErase", OpKind::DataMovement),
+      of("SequenceInsert", OpKind::DataMovement),
       of("SequenceLength", OpKind::DataMovement),
-      make("", "Shape", OpKind::Shape, no_flops), make("", "Size", OpKind::Shape, no_flops),
+      make("", "Shape", OpKind::Shape, no_flops),
+      make("", "Size", OpKind::Shape, no_flops),
       // contractions
-      of("Conv", OpKind::Contraction, conv_flops), of("ConvInteger", OpKind::Contraction, conv_flops),
-      of("QLinearConv", OpKind::Contraction, conv_flops), of("ConvTranspose", OpKind::Contraction, conv_transpose_flops),
-      of("MatMul", OpKind::Contraction, matmul_flops), of("MatMulInteger", OpKind::Contraction, matmul_flops),
-      of("QLinearMatMul", OpKind::Contraction, matmul_flops), of("Gemm", OpKind::Contraction, gemm_flops),
-      of("Einsum", OpKind::Contraction), of("Det", OpKind::Other),
+      of("Conv", OpKind::Contraction, conv_flops),
+      of("ConvInteger", OpKind::Contraction, conv_flops),
+      of("QLinearConv", OpKind::Contraction, conv_flops),
+      of("ConvTranspose", OpKind::Contraction, conv_transpose_flops),
+      of("MatMul", OpKind::Contraction, matmul_flops),
+      of("MatMulInteger", OpKind::Contraction, matmul_flops),
+      of("QLinearMatMul", OpKind::Contraction, matmul_flops),
+      of("Gemm", OpKind::Contraction, gemm_flops),
+      of("Einsum", OpKind::Contraction),
+      of("Det", OpKind::Other),
       // NhwcConv and Nchw16cConv (the layout passes' FusedConv) keep OIHW weights, and the
       // output's element count does not depend on its layout, so they count like Conv.
-      fused_op("FusedConv", OpKind::Contraction, conv_flops), with(fused_op("NhwcConv", OpKind::Contraction, conv_flops), adds_residual_in_place),
+      fused_op("FusedConv", OpKind::Contraction, conv_flops),
+      with(fused_op("NhwcConv", OpKind::Contraction, conv_flops), adds_residual_in_place),
       with(fused_op("Nchw16cConv", OpKind::Contraction, conv_flops), adds_residual_in_place),
-      fused_op("FusedMatMul", OpKind::Contraction, matmul_flops), fused_op("FusedGemm", OpKind::Contraction, gemm_flops),
+      fused_op("FusedMatMul", OpKind::Contraction, matmul_flops),
+      fused_op("FusedGemm", OpKind::Contraction, gemm_flops),
       fused_op("Attention", OpKind::Contraction, attention_flops),
       // reductions
-      of("ReduceL1", OpKind::Reduction), of("ReduceL2", OpKind::Reduction), of("ReduceLogSum", OpKind::Reduction),
-      of("ReduceLogSumExp", OpKind::Reduction), of("ReduceMax", OpKind::Reduction), of("ReduceMean", OpKind::Reduction),
-      of("ReduceMin", OpKind::Reduction), of("ReduceProd", OpKind::Reduction), of("ReduceSum", OpKind::Reduction),
-      of("ReduceSumSquare", OpKind::Reduction), of("ArgMax", OpKind::Reduction), of("ArgMin", OpKind::Reduction),
-      of("TopK", OpKind::Reduction), of("CumSum", OpKind::Reduction),
+      of("ReduceL1", OpKind::Reduction),
+      of("ReduceL2", OpKind::Reduction),
+      of("ReduceLogSum", OpKind::Reduction),
+      of("ReduceLogSumExp", OpKind::Reduction),
+      of("ReduceMax", OpKind::Reduction),
+      of("ReduceMean", OpKind::Reduction),
+      of("ReduceMin", OpKind::Reduction),
+      of("ReduceProd", OpKind::Reduction),
+      of("ReduceSum", OpKind::Reduction),
+      of("ReduceSumSquare", OpKind::Reduction),
+      of("ArgMax", OpKind::Reduction),
+      of("ArgMin", OpKind::Reduction),
+      of("TopK", OpKind::Reduction),
+      of("CumSum", OpKind::Reduction),
       // normalizations
-      of("BatchNormalization", OpKind::Normalization), of("InstanceNormalization", OpKind::Normalization),
-      of("LayerNormalization", OpKind::Normalization), of("LpNormalization", OpKind::Normalization),
-      of("MeanVarianceNormalization", OpKind::Normalization), of("LRN", OpKind::Normalization),
-      of("Softmax", OpKind::Normalization), of("LogSoftmax", OpKind::Normalization),
+      of("BatchNormalization", OpKind::Normalization),
+      of("InstanceNormalization", OpKind::Normalization),
+      of("LayerNormalization", OpKind::Normalization),
+      of("LpNormalization", OpKind::Normalization),
+      of("MeanVarianceNormalization", OpKind::Normalization),
+      of("LRN", OpKind::Normalization),
+      of("Softmax", OpKind::Normalization),
+      of("LogSoftmax", OpKind::Normalization),
       of("Hardmax", OpKind::Normalization),
-      fused_op("LayerNormalization", OpKind::Normalization), fused_op("SkipLayerNormalization", OpKind::Normalization),
+      fused_op("LayerNormalization", OpKind::Normalization),
+      fused_op("SkipLayerNormalization", OpKind::Normalization),
       // pooling
-      of("AveragePool", OpKind::Pooling), of("MaxPool", OpKind::Pooling), of("LpPool", OpKind::Pooling),
-      of("GlobalAveragePool", OpKind::Pooling), of("GlobalMaxPool", OpKind::Pooling),
-      of("GlobalLpPool", OpKind::Pooling), of("MaxUnpool", OpKind::Pooling),
-      fused_op("NhwcMaxPool", OpKind::Pooling), fused_op("NhwcAveragePool", OpKind::Pooling),
+      of("AveragePool", OpKind::Pooling),
+      of("MaxPool", OpKind::Pooling),
+      of("LpPool", OpKind::Pooling),
+      of("GlobalAveragePool", OpKind::Pooling),
+      of("GlobalMaxPool", OpKind::Pooling),
+      of("GlobalLpPool", OpKind::Pooling),
+      of("MaxUnpool", OpKind::Pooling),
+      fused_op("NhwcMaxPool", OpKind::Pooling),
+      fused_op("NhwcAveragePool", OpKind::Pooling),
       fused_op("NhwcGlobalAveragePool", OpKind::Pooling),
       // recurrent
-      of("RNN", OpKind::Recurrent), of("GRU", OpKind::Recurrent), of("LSTM", OpKind::Recurrent),
+      of("RNN", OpKind::Recurrent),
+      of("GRU", OpKind::Recurrent),
+      of("LSTM", OpKind::Recurrent),
       // control flow and optionals: a branch or an empty optional may leave outputs empty
-      with(of("If", OpKind::ControlFlow), omits), with(of("Loop", OpKind::ControlFlow), omits),
-      of("Scan", OpKind::ControlFlow), of("SequenceMap", OpKind::ControlFlow),
+      with(of("If", OpKind::ControlFlow), omits),
+      with(of("Loop", OpKind::ControlFlow), omits),
+      of("Scan", OpKind::ControlFlow),
+      of("SequenceMap", OpKind::ControlFlow),
       with(of("Optional", OpKind::ControlFlow), omits),
-      with(of("OptionalGetElement", OpKind::ControlFlow), omits), of("OptionalHasElement", OpKind::ControlFlow),
+      with(of("OptionalGetElement", OpKind::ControlFlow), omits),
+      of("OptionalHasElement", OpKind::ControlFlow),
       // random: never folded into a constant, never deduplicated
-      of("RandomNormal", OpKind::Random), of("RandomUniform", OpKind::Random), of("RandomNormalLike", OpKind::Random),
-      of("RandomUniformLike", OpKind::Random), of("Multinomial", OpKind::Random), of("Bernoulli", OpKind::Random),
+      of("RandomNormal", OpKind::Random),
+      of("RandomUniform", OpKind::Random),
+      of("RandomNormalLike", OpKind::Random),
+      of("RandomUniformLike", OpKind::Random),
+      of("Multinomial", OpKind::Random),
+      of("Bernoulli", OpKind::Random),
       with(of("Dropout", OpKind::Random), view),  // in inference: the identity
       // the rest
-      of("QuantizeLinear", OpKind::Other), of("DequantizeLinear", OpKind::Other),
-      of("DynamicQuantizeLinear", OpKind::Other), of("NonMaxSuppression", OpKind::Other),
-      of("RoiAlign", OpKind::Other), of("GridSample", OpKind::Other), of("StringNormalizer", OpKind::Other),
-      of("TfIdfVectorizer", OpKind::Other), of("Unique", OpKind::Other), of("DFT", OpKind::Other),
-      of("STFT", OpKind::Other), of("BlackmanWindow", OpKind::Other), of("HammingWindow", OpKind::Other),
-      of("HannWindow", OpKind::Other), of("MelWeightMatrix", OpKind::Other),
-      of("NegativeLogLikelihoodLoss", OpKind::Other), of("SoftmaxCrossEntropyLoss", OpKind::Other),
+      of("QuantizeLinear", OpKind::Other),
+      of("DequantizeLinear", OpKind::Other),
+      of("DynamicQuantizeLinear", OpKind::Other),
+      of("NonMaxSuppression", OpKind::Other),
+      of("RoiAlign", OpKind::Other),
+      of("GridSample", OpKind::Other),
+      of("StringNormalizer", OpKind::Other),
+      of("TfIdfVectorizer", OpKind::Other),
+      of("Unique", OpKind::Other),
+      of("DFT", OpKind::Other),
+      of("STFT", OpKind::Other),
+      of("BlackmanWindow", OpKind::Other),
+      of("HammingWindow", OpKind::Other),
+      of("HannWindow", OpKind::Other),
+      of("MelWeightMatrix", OpKind::Other),
+      of("NegativeLogLikelihoodLoss", OpKind::Other),
+      of("SoftmaxCrossEntropyLoss", OpKind::Other),
   };
   return t;
 }
@@ -263,7 +385,7 @@ std::vector<OpDescriptor> build_table() {
 struct Table {
   std::vector<OpDescriptor> entries = build_table();
   std::map<std::pair<std::string_view, std::string_view>, size_t> index;  // views of the literals above
-  std::unique_ptr<std::atomic<GradientBuilder>[]> gradients{new std::atomic<GradientBuilder>[entries.size()]};
+  std::unique_ptr<std::atomic<GradientBuilder>[]> gradients { new std::atomic<GradientBuilder>[ entries.size() ] };
   Table() {
     for (size_t i = 0; i < entries.size(); ++i) {
       index.emplace(std::pair(entries[i].domain, entries[i].op_type), i);
@@ -281,28 +403,48 @@ const Table& table() {
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::ElementwiseUnary: return "elementwise-unary";
-    case OpKind::ElementwiseBinary: return "elementwise-binary";
-    case OpKind::Reduction: return "reduction";
-    case OpKind::DataMovement: return "data-movement";
-    case OpKind::Shape: return "shape";
-    case OpKind::Contraction: return "contraction";
-    case OpKind::Normalization: return "normalization";
-    case OpKind::Pooling: return "pooling";
-    case OpKind::Recurrent: return "recurrent";
-    case OpKind::ControlFlow: return "control-flow";
-    case OpKind::Random: return "random";
-    case OpKind::Other: return "other";
-    case OpKind::Opaque: return "opaque";
+    case OpKind::ElementwiseUnary:
+      return "elementwise-unary";
+    case OpKind::ElementwiseBinary:
+      return "elementwise-binary";
+    case OpKind::Reduction:
+      return "reduction";
+    case OpKind::DataMovement:
+      return "data-movement";
+    case OpKind::Shape:
+      return "shape";
+    case OpKind::Contraction:
+      return "contraction";
+    case OpKind::Normalization:
+      return "normalization";
+    case OpKind::Pooling:
+      return "pooling";
+    case OpKind::Recurrent:
+      return "recurrent";
+    case OpKind::ControlFlow:
+      return "control-flow";
+    case OpKind::Random:
+      return "random";
+    case OpKind::Other:
+      return "other";
+    case OpKind::Opaque:
+      return "opaque";
   }
   return "other";
 }
 
 namespace {
-constexpr std::pair<ActivationKind, std::string_view> kActivationNames[] = {
-    {A::None, ""},           {A::Relu, "Relu"},       {A::LeakyRelu, "LeakyRelu"}, {A::Sigmoid, "Sigmoid"},
-    {A::Tanh, "Tanh"},       {A::HardSigmoid, "HardSigmoid"}, {A::HardSwish, "HardSwish"}, {A::Clip, "Clip"},
-    {A::Silu, "Silu"},       {A::Gelu, "Gelu"},       {A::GeluTanh, "GeluTanh"}};
+constexpr std::pair<ActivationKind, std::string_view> kActivationNames[] = {{A::None, ""},
+                                                                            {A::Relu, "Relu"},
+                                                                            {A::LeakyRelu, "LeakyRelu"},
+                                                                            {A::Sigmoid, "Sigmoid"},
+                                                                            {A::Tanh, "Tanh"},
+                                                                            {A::HardSigmoid, "HardSigmoid"},
+                                                                            {A::HardSwish, "HardSwish"},
+                                                                            {A::Clip, "Clip"},
+                                                                            {A::Silu, "Silu"},
+                                                                            {A::Gelu, "Gelu"},
+                                                                            {A::GeluTanh, "GeluTanh"}};
 }  // namespace
 
 std::string_view activation_name(ActivationKind a) {
@@ -324,7 +466,9 @@ std::optional<FusedActivation> parse_fused_activation(std::string_view name, std
   FusedActivation a;
   a.kind = *kind;
   switch (*kind) {
-    case A::LeakyRelu: a.p0 = param(0, 0.01f); break;
+    case A::LeakyRelu:
+      a.p0 = param(0, 0.01f);
+      break;
     case A::HardSigmoid:
       a.p0 = param(0, 0.2f);
       a.p1 = param(1, 0.5f);
@@ -333,7 +477,8 @@ std::optional<FusedActivation> parse_fused_activation(std::string_view name, std
       a.p0 = param(0, -3.4028234e38f);
       a.p1 = param(1, 3.4028234e38f);
       break;
-    default: break;
+    default:
+      break;
   }
   return a;
 }

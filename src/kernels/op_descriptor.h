@@ -58,7 +58,19 @@ enum class TransposeRule : uint8_t {
 
 // An activation a fused Conv/MatMul/Gemm can apply to its output ("activation" attribute).
 // Silu is not an op: the fusion matches Mul(x, Sigmoid(x)).
-enum class ActivationKind : uint8_t { None, Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, HardSwish, Clip, Silu, Gelu, GeluTanh };
+enum class ActivationKind : uint8_t {
+  None,
+  Relu,
+  LeakyRelu,
+  Sigmoid,
+  Tanh,
+  HardSigmoid,
+  HardSwish,
+  Clip,
+  Silu,
+  Gelu,
+  GeluTanh
+};
 
 // The name in the "activation" attribute ("" for None).
 std::string_view activation_name(ActivationKind a);
@@ -82,11 +94,16 @@ std::optional<FusedActivation> fused_activation_of(const KernelContext& ctx);
 template <typename T>
 T apply_activation(const FusedActivation& a, T x) {
   switch (a.kind) {
-    case ActivationKind::None: return x;
-    case ActivationKind::Relu: return x < T(0) ? T(0) : x;
-    case ActivationKind::LeakyRelu: return x < T(0) ? x * static_cast<T>(a.p0) : x;
-    case ActivationKind::Sigmoid: return T(1) / (T(1) + std::exp(-x));
-    case ActivationKind::Tanh: return std::tanh(x);
+    case ActivationKind::None:
+      return x;
+    case ActivationKind::Relu:
+      return x < T(0) ? T(0) : x;
+    case ActivationKind::LeakyRelu:
+      return x < T(0) ? x * static_cast<T>(a.p0) : x;
+    case ActivationKind::Sigmoid:
+      return T(1) / (T(1) + std::exp(-x));
+    case ActivationKind::Tanh:
+      return std::tanh(x);
     case ActivationKind::HardSigmoid: {
       const T v = static_cast<T>(a.p0) * x + static_cast<T>(a.p1);
       return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
@@ -99,8 +116,10 @@ T apply_activation(const FusedActivation& a, T x) {
       const T lo = static_cast<T>(a.p0), hi = static_cast<T>(a.p1);
       return x < lo ? lo : (x > hi ? hi : x);
     }
-    case ActivationKind::Silu: return x / (T(1) + std::exp(-x));
-    case ActivationKind::Gelu: return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
+    case ActivationKind::Silu:
+      return x / (T(1) + std::exp(-x));
+    case ActivationKind::Gelu:
+      return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(0.7071067811865476)));
     case ActivationKind::GeluTanh: {
       const T k = static_cast<T>(0.7978845608028654);  // sqrt(2 / pi)
       return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
@@ -138,7 +157,7 @@ struct OpDescriptor {
   std::vector<InPlacePair> in_place;
   TransposeRule transpose = TransposeRule::None;
   ActivationKind activation = ActivationKind::None;  // when a fusion may absorb it into its producer
-  bool may_omit_outputs = false;  // may leave a tensor output empty (Optional, If/Loop branches)
+  bool may_omit_outputs = false;                     // may leave a tensor output empty (Optional, If/Loop branches)
   // Every engine's kernel returns input 0's buffer as output 0 (Reshape, Squeeze, Identity):
   // the memory planner gives the output no buffer of its own.
   bool output_views_input0 = false;

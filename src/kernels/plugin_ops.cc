@@ -34,8 +34,8 @@ struct PluginOp {
 
 struct State {
   std::mutex mu;
-  std::deque<PluginOp> ops;         // stable addresses (KernelDef string views)
-  std::deque<PluginInfo> plugins;   // stable addresses (KernelDef engine views)
+  std::deque<PluginOp> ops;        // stable addresses (KernelDef string views)
+  std::deque<PluginInfo> plugins;  // stable addresses (KernelDef engine views)
 };
 
 State& state() {
@@ -198,7 +198,8 @@ gbx_plugin_cost plugin_cost(const KernelContext& ctx, const std::vector<RuntimeV
   if (!op || !op->fns.cost) return cost;
   std::vector<gbx_plugin_shape> in, out;
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
-    if (ctx.has_input(i) && ctx.input_value(i).is_tensor()) in.push_back(shape_of(ctx.input(i).dtype(), ctx.input(i).dims()));
+    if (ctx.has_input(i) && ctx.input_value(i).is_tensor())
+      in.push_back(shape_of(ctx.input(i).dtype(), ctx.input(i).dims()));
   for (const RuntimeValue& v : outs)
     if (v.is_tensor()) out.push_back(shape_of(v.tensor().dtype(), v.tensor().dims()));
   NodeView view(ctx.op(), in.size(), out.size());
@@ -253,13 +254,13 @@ Result<PluginOp> convert_op(const gbx_plugin& plugin, int32_t i, const std::stri
   op.num_inputs = c.num_inputs;
   op.num_outputs = c.num_outputs;
   for (int32_t k = 0; k < c.num_inputs; ++k) {
-    GBX_ASSIGN_OR_RETURN(std::vector<DType> set,
-                         dtype_list(c.input_dtypes ? c.input_dtypes[k] : nullptr, name + " input " + std::to_string(k)));
+    GBX_ASSIGN_OR_RETURN(std::vector<DType> set, dtype_list(c.input_dtypes ? c.input_dtypes[k] : nullptr,
+                                                            name + " input " + std::to_string(k)));
     op.input_dtypes.push_back(std::move(set));
   }
   for (int32_t k = 0; k < c.num_outputs; ++k) {
-    GBX_ASSIGN_OR_RETURN(std::vector<DType> set,
-                         dtype_list(c.output_dtypes ? c.output_dtypes[k] : nullptr, name + " output " + std::to_string(k)));
+    GBX_ASSIGN_OR_RETURN(std::vector<DType> set, dtype_list(c.output_dtypes ? c.output_dtypes[k] : nullptr,
+                                                            name + " output " + std::to_string(k)));
     op.output_dtypes.push_back(std::move(set));
   }
   op.fns = c;
@@ -276,12 +277,13 @@ Status register_plugin_ops(const gbx_plugin& plugin, PluginInfo* info) {
   if (!plugin.version)
     return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its version is NULL (give a string such as \"1.0\")");
   if (plugin.num_ops < 1 || plugin.num_ops > 4096 || !plugin.ops)
-    return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, " lists ", plugin.num_ops, " ops", plugin.ops ? "" : " (ops is NULL)",
-                      ": a plugin has 1 to 4096 ops");
+    return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, " lists ", plugin.num_ops, " ops",
+                      plugin.ops ? "" : " (ops is NULL)", ": a plugin has 1 to 4096 ops");
   const auto& registry = KernelRegistry::global().all();
   if (registry.capacity() - registry.size() < static_cast<size_t>(plugin.num_ops))
     return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its ", plugin.num_ops,
-                      " ops do not fit in the kernel registry's room (", registry.capacity() - registry.size(), " left)");
+                      " ops do not fit in the kernel registry's room (", registry.capacity() - registry.size(),
+                      " left)");
   std::vector<PluginOp> ops;
   for (int32_t i = 0; i < plugin.num_ops; ++i) {
     GBX_ASSIGN_OR_RETURN(PluginOp op, convert_op(plugin, i, where));
@@ -324,8 +326,7 @@ Status register_plugin_ops(const gbx_plugin& plugin, PluginInfo* info) {
     op.plugin = s.plugins.size() - 1;
     s.ops.push_back(std::move(op));
     const PluginOp& o = s.ops.back();
-    KernelRegistry::global().add(
-        KernelDef{o.domain, o.op_type, o.since, o.end, stored.engine, {}, plugin_kernel, 0});
+    KernelRegistry::global().add(KernelDef{o.domain, o.op_type, o.since, o.end, stored.engine, {}, plugin_kernel, 0});
     // A plugin may implement an op gearbox describes already (an ONNX op it lacks a kernel
     // for at some opset): that description stays.
     if (!find_op_descriptor(o.domain, o.op_type)) {
@@ -359,11 +360,11 @@ Status plugin_kernel(KernelContext& ctx) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
     const Tensor& t = ctx.input(i);
     if (t.rank() > GBX_PLUGIN_MAX_RANK)
-      return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " has rank ", t.rank(), "; plugin ops take rank <= ",
-                       GBX_PLUGIN_MAX_RANK);
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " has rank ", t.rank(),
+                       "; plugin ops take rank <= ", GBX_PLUGIN_MAX_RANK);
     in_shapes.push_back(shape_of(t.dtype(), t.dims()));
-    inputs.push_back({static_cast<int32_t>(t.dtype()), static_cast<int32_t>(t.rank()), t.dims().data(),
-                      const_cast<void*>(t.raw())});
+    inputs.push_back(
+        {static_cast<int32_t>(t.dtype()), static_cast<int32_t>(t.rank()), t.dims().data(), const_cast<void*>(t.raw())});
   }
 
   NodeView view(ctx.op(), n_in, n_out);
@@ -372,8 +373,8 @@ Status plugin_kernel(KernelContext& ctx) {
   const int32_t rc = op->fns.shape(&view.node, in_shapes.data(), static_cast<int32_t>(n_in), out_shapes.data(),
                                    static_cast<int32_t>(n_out));
   if (rc != GBX_PLUGIN_OK)
-    return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin),
-                     " returned error ", rc, ": ", view.message());
+    return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " returned error ",
+                     rc, ": ", view.message());
 
   // Outputs as promised, each followed by a guard zone the kernel must not touch.
   struct Out {
@@ -387,18 +388,19 @@ Status plugin_kernel(KernelContext& ctx) {
   for (size_t i = 0; i < n_out; ++i) {
     const gbx_plugin_shape& s = out_shapes[i];
     if (s.rank < 0 || s.rank > GBX_PLUGIN_MAX_RANK)
-      return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " gave output ", i,
-                       " rank ", s.rank, " (0 to ", GBX_PLUGIN_MAX_RANK, ")");
+      return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " gave output ",
+                       i, " rank ", s.rank, " (0 to ", GBX_PLUGIN_MAX_RANK, ")");
     if (!valid_dtype(s.dtype) || !in_set(op->output_dtypes[i], static_cast<DType>(s.dtype)))
-      return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " gave output ", i,
-                       " dtype ", s.dtype, ", which is not ",
-                       op->output_dtypes[i].empty() ? std::string("a tensor dtype") : dtype_names(op->output_dtypes[i]));
+      return ctx.error(
+          ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " gave output ", i, " dtype ",
+          s.dtype, ", which is not ",
+          op->output_dtypes[i].empty() ? std::string("a tensor dtype") : dtype_names(op->output_dtypes[i]));
     Out& o = outs[i];
     o.dtype = static_cast<DType>(s.dtype);
     for (int32_t d = 0; d < s.rank; ++d) {
       if (s.dims[d] < 0)
-        return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin), " gave output ",
-                         i, " dim ", d, " = ", s.dims[d], " (dims are >= 0)");
+        return ctx.error(ErrorCode::PLUGIN_SHAPE_FAILED, "the shape function of ", plugin_named(plugin),
+                         " gave output ", i, " dim ", d, " = ", s.dims[d], " (dims are >= 0)");
       o.dims.push_back(s.dims[d]);
     }
     const int64_t n = numel(o.dims);
@@ -433,11 +435,10 @@ Status plugin_kernel(KernelContext& ctx) {
     const auto* guard = static_cast<const uint8_t*>(o.storage->raw()) + o.bytes;
     for (size_t b = 0; b < kGuardBytes; ++b)
       if (guard[b] != kGuardByte)
-        return ctx.error(ErrorCode::PLUGIN_OUTPUT_MISMATCH, "the kernel of ", plugin_named(plugin), " wrote past the end of output ",
-                         i, " (", dtype_name(o.dtype), " ", to_string(o.dims), ", ", o.bytes,
-                         " bytes, as its shape function promised): a buffer overrun in the plugin");
-    if (ctx.wants_output(i))
-      ctx.set_output(i, Tensor::borrow(o.dtype, o.dims, o.storage, o.storage->raw()));
+        return ctx.error(ErrorCode::PLUGIN_OUTPUT_MISMATCH, "the kernel of ", plugin_named(plugin),
+                         " wrote past the end of output ", i, " (", dtype_name(o.dtype), " ", to_string(o.dims), ", ",
+                         o.bytes, " bytes, as its shape function promised): a buffer overrun in the plugin");
+    if (ctx.wants_output(i)) ctx.set_output(i, Tensor::borrow(o.dtype, o.dims, o.storage, o.storage->raw()));
   }
   return Status::OK();
 }

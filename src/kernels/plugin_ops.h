@@ -28,10 +28,10 @@ namespace gearbox {
 
 // One library's plugin, as loaded.
 struct PluginInfo {
-  std::string name;     // gbx_plugin::name
-  std::string version;  // gbx_plugin::version
-  std::string path;     // the library's canonical path
-  std::string engine;   // "plugin.<name>"
+  std::string name;              // gbx_plugin::name
+  std::string version;           // gbx_plugin::version
+  std::string path;              // the library's canonical path
+  std::string engine;            // "plugin.<name>"
   std::vector<std::string> ops;  // qualified op types with their opsets ("com.example.SwiGLU (opset 1+)")
 };
 

@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,12 +67,9 @@ std::string type_string(const ValueType& t) {
 py::list shape_list(const Shape& s) {
   py::list l;
   for (const Dim& d : s.dims) {
-    if (d.known())
-      l.append(d.value);
-    else if (!d.symbol.empty())
-      l.append(d.symbol);
-    else
-      l.append(py::none());
+    if (d.known()) l.append(d.value);
+    else if (!d.symbol.empty()) l.append(d.symbol);
+    else l.append(py::none());
   }
   return l;
 }
@@ -153,8 +150,7 @@ class PySession {
   const std::string& engines() const { return session_->engines(); }
 
   // {name: array} for every output (`names` None) or the ones named, in that order.
-  py::dict run(const py::dict& feeds, const std::optional<std::vector<std::string>>& names,
-               const RunControl* control) {
+  py::dict run(const py::dict& feeds, const std::optional<std::vector<std::string>>& names, const RunControl* control) {
     std::vector<size_t> which = select(names);
     std::vector<RuntimeValue> outs = execute(feeds, control);
     py::dict result;
@@ -401,8 +397,10 @@ void bind_session(py::module_& m) {
           "timeout", [](const RunControl& c) { return c.timeout; },
           [](RunControl& c, double seconds) {
             if (!(seconds >= 0) || seconds == std::numeric_limits<double>::infinity())
-              throw StatusError(make_error(ErrorCode::API_INVALID_ARGUMENT, "timeout must be a finite number of "
-                                           "seconds >= 0 (0: none), got ", seconds));
+              throw StatusError(make_error(ErrorCode::API_INVALID_ARGUMENT,
+                                           "timeout must be a finite number of "
+                                           "seconds >= 0 (0: none), got ",
+                                           seconds));
             c.timeout = seconds;
           },
           "Seconds each run may take (0: no limit)");
@@ -423,8 +421,7 @@ void bind_session(py::module_& m) {
       .def_property_readonly("partition", &PySession::partition)
       .def_property_readonly("_optimizer_report_json", &PySession::optimizer_report_json)
       .def_property_readonly("_producer_name", &PySession::producer_name)
-      .def("run", &PySession::run, py::arg("feeds"), py::arg("outputs") = py::none(),
-           py::arg("run_control") = nullptr,
+      .def("run", &PySession::run, py::arg("feeds"), py::arg("outputs") = py::none(), py::arg("run_control") = nullptr,
            "Runs the model; returns {output name: numpy array} (all outputs, or those named). With a "
            "_RunControl, the run stops with RUN_CANCELLED once its flag is set (from any thread) or "
            "RUN_DEADLINE_EXCEEDED after its timeout.")

@@ -42,7 +42,8 @@ Result<Tensor> stack_axis(const std::vector<Tensor>& parts, size_t axis) {
     if (p.dims() != f.dims() || p.dtype() != f.dtype())
       return make_error(ErrorCode::SHAPE_MISMATCH, "scan output changes between iterations: ", describe(f), " vs ",
                         describe(p));
-  if (axis > f.rank()) return make_error(ErrorCode::INVALID_ARGUMENT, "scan output axis ", axis, " is out of range for ", describe(f));
+  if (axis > f.rank())
+    return make_error(ErrorCode::INVALID_ARGUMENT, "scan output axis ", axis, " is out of range for ", describe(f));
   Dims out = f.dims();
   const int64_t n = static_cast<int64_t>(parts.size());
   out.insert(out.begin() + static_cast<std::ptrdiff_t>(axis), n);
@@ -109,8 +110,8 @@ Status loop_kernel(KernelContext& ctx) {
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "Loop needs at least 2 inputs (M, cond), got ", ctx.num_inputs());
   const size_t n_carried = ctx.num_inputs() - 2;
   if (body->inputs.size() != n_carried + 2 || body->outputs.size() < n_carried + 1)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "body has ", body->inputs.size(), " inputs and ",
-                     body->outputs.size(), " outputs; the node carries ", n_carried, " values");
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "body has ", body->inputs.size(), " inputs and ", body->outputs.size(),
+                     " outputs; the node carries ", n_carried, " values");
   const size_t n_scan = body->outputs.size() - 1 - n_carried;
   if (ctx.num_outputs() > n_carried + n_scan)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "node has ", ctx.num_outputs(), " outputs, body gives ",
@@ -174,11 +175,10 @@ Status loop_kernel(KernelContext& ctx) {
 // ---- Scan -----------------------------------------------------------------------------
 // One Scan over states + scan inputs (no batch axis): the opset-9 semantics. `seq_len`
 // limits the iterations (opset 8's sequence_lens); -1 means the full length.
-Status scan_once(KernelContext& ctx, const Graph& body, std::vector<RuntimeValue> states,
-                 const std::vector<Tensor>& xs, const std::vector<int64_t>& in_axes,
-                 const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
-                 const std::vector<int64_t>& out_dirs, int64_t seq_len, std::vector<RuntimeValue>& states_out,
-                 std::vector<Tensor>& scan_out) {
+Status scan_once(KernelContext& ctx, const Graph& body, std::vector<RuntimeValue> states, const std::vector<Tensor>& xs,
+                 const std::vector<int64_t>& in_axes, const std::vector<int64_t>& in_dirs,
+                 const std::vector<int64_t>& out_axes, const std::vector<int64_t>& out_dirs, int64_t seq_len,
+                 std::vector<RuntimeValue>& states_out, std::vector<Tensor>& scan_out) {
   const size_t n_state = states.size(), m = xs.size();
   const size_t k_out = body.outputs.size() - n_state;
   int64_t len = -1;
@@ -231,8 +231,7 @@ Status scan_once(KernelContext& ctx, const Graph& body, std::vector<RuntimeValue
 Result<std::vector<int64_t>> axes_attr(const KernelContext& ctx, const char* name, size_t n,
                                        const std::vector<int64_t>& ranks, bool is_axis) {
   std::vector<int64_t> v = ctx.attr_ints(name, std::vector<int64_t>(n, 0));
-  if (v.size() != n)
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, name, " has ", v.size(), " values, expected ", n);
+  if (v.size() != n) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, name, " has ", v.size(), " values, expected ", n);
   for (size_t i = 0; i < n; ++i) {
     if (!is_axis) {
       if (v[i] != 0 && v[i] != 1)
@@ -260,8 +259,8 @@ Status scan_kernel(KernelContext& ctx) {
   const size_t m = static_cast<size_t>(m_attr);
   const size_t n_state = ctx.num_inputs() - first - m;
   if (body->inputs.size() != n_state + m || body->outputs.size() < n_state)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "body has ", body->inputs.size(), " inputs and ",
-                     body->outputs.size(), " outputs for ", n_state, " states and ", m, " scan inputs");
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "body has ", body->inputs.size(), " inputs and ", body->outputs.size(),
+                     " outputs for ", n_state, " states and ", m, " scan inputs");
   const size_t k_out = body->outputs.size() - n_state;
   for (size_t i = first; i < ctx.num_inputs(); ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   std::vector<Tensor> xs;
@@ -302,7 +301,8 @@ Status scan_kernel(KernelContext& ctx) {
   std::vector<int64_t> seq_lens;
   if (ctx.has_input(0)) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-    for (int64_t b = 0; b < ctx.input(0).numel(); ++b) seq_lens.push_back(static_cast<int64_t>(ctx.input(0).at_double(b)));
+    for (int64_t b = 0; b < ctx.input(0).numel(); ++b)
+      seq_lens.push_back(static_cast<int64_t>(ctx.input(0).at_double(b)));
     if (static_cast<int64_t>(seq_lens.size()) != batch)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "sequence_lens has ", seq_lens.size(), " values for batch ", batch);
   }

@@ -8,12 +8,12 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "kernels/op_descriptor.h"
 #include "runtime/control_flow.h"
 #include "runtime/node_observer.h"
-#include "runtime/plugin_loader.h"
-#include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
 #include "runtime/partitioner.h"
+#include "runtime/plugin_loader.h"
 
 namespace gearbox {
 
@@ -106,8 +106,8 @@ Status Executor::plan_graph(const Graph& graph) {
     // may be overwritten by the kernel (whether its buffer is shared is checked per run).
     // Outer-scope values stay intact: a loop body runs again.
     for (const Value* in : n.inputs)
-      np.overwritable_inputs.push_back(in && produced_here.count(in) && !graph_outputs.count(in) &&
-                                       last_use[in] == i && std::count(n.inputs.begin(), n.inputs.end(), in) == 1);
+      np.overwritable_inputs.push_back(in && produced_here.count(in) && !graph_outputs.count(in) && last_use[in] == i &&
+                                       std::count(n.inputs.begin(), n.inputs.end(), in) == 1);
     for (const Value* v : n.inputs)
       if (v && v->producer && !graph_outputs.count(v) && last_use[v] == i &&
           std::find(np.release_after.begin(), np.release_after.end(), v) == np.release_after.end())
@@ -137,8 +137,8 @@ Status Executor::plan_graph(const Graph& graph) {
 }
 
 Result<std::vector<RuntimeValue>> Executor::run(std::vector<RuntimeValue> inputs, PreparedPlan* plan,
-                                               Profiler* profiler, int run, NodeObserver* observer,
-                                               const RunOptions* run_options) const {
+                                                Profiler* profiler, int run, NodeObserver* observer,
+                                                const RunOptions* run_options) const {
   if (plan && plan->kernels.size() != num_nodes_)
     return make_error(ErrorCode::INTERNAL, "prepared plan has ", plan->kernels.size(), " node slots, the model ",
                       num_nodes_);
@@ -201,8 +201,8 @@ Result<std::vector<RuntimeValue>> Executor::run_graph(const Graph& graph, std::v
 // shape-dependent predicate the choice holds for every later run of the same plan.
 Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const KernelContext& ctx) const {
   const KernelQuery q = KernelQuery::of(ctx);
-  std::string why;           // the first predicate's reason, for the message
-  bool dtype_only = true;    // every candidate refused the dtype (not a case of its op)
+  std::string why;         // the first predicate's reason, for the message
+  bool dtype_only = true;  // every candidate refused the dtype (not a case of its op)
   for (const KernelDef* cand : np.candidates) {
     const Verdict v = kernel_accepts(*cand, q);
     if (v.accepted()) return cand;
@@ -222,8 +222,8 @@ Result<const KernelDef*> Executor::pick_kernel(const NodePlan& np, const KernelC
                       n.opset, ") has no kernel for dtype ", dtype_name(dt), " on engine(s) ", join(tried, ","),
                       forced ? " (forced by --engine)" : "");
   return make_error(forced ? ErrorCode::ENGINE_LACKS_KERNEL : ErrorCode::OP_UNSUPPORTED, "node '", n.name,
-                    "': operator ", n.qualified_op(), " (opset ", n.opset, "): no kernel on engine(s) ", join(tried, ","),
-                    " handles these inputs (", why, ")",
+                    "': operator ", n.qualified_op(), " (opset ", n.opset, "): no kernel on engine(s) ",
+                    join(tried, ","), " handles these inputs (", why, ")",
                     forced ? "; it was forced by --engine: force another engine, or none" : "");
 }
 
@@ -313,7 +313,8 @@ Status Executor::run_node(const NodePlan& np, Frame& frame) const {
   if (profiler && st.ok()) record(np, *def, ctx, outs, frame, begin_ns);
   if (!st.ok()) {
     // Kernels prefix their own node context; add it for those that did not.
-    if (st.message().rfind("node '", 0) != 0) return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");
+    if (st.message().rfind("node '", 0) != 0)
+      return st.with_context("node '" + n.name + "' (" + n.qualified_op() + "): ");
     return st;
   }
   // After the profiler's record, so a dump's file writes are not the kernel's time.

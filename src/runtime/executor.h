@@ -50,8 +50,7 @@ class Executor {
   // buffer pool and arena as it unwinds, and the kernel choices it made are kept, so the next
   // run of the plan is unaffected.
   Result<std::vector<RuntimeValue>> run(std::vector<RuntimeValue> inputs, PreparedPlan* plan = nullptr,
-                                        Profiler* profiler = nullptr, int run = 0,
-                                        NodeObserver* observer = nullptr,
+                                        Profiler* profiler = nullptr, int run = 0, NodeObserver* observer = nullptr,
                                         const RunOptions* run_options = nullptr) const;
   // Nodes of every graph (main and subgraphs): the size of PreparedPlan::kernels.
   size_t num_nodes() const { return num_nodes_; }
@@ -78,14 +77,14 @@ class Executor {
     Profiler* profiler = nullptr;
     int run = 0;  // the profiler's run index
     NodeObserver* observer = nullptr;
-    Arena* arena = nullptr;  // the plan's arena when this run leased it (runtime/arena.h)
+    Arena* arena = nullptr;               // the plan's arena when this run leased it (runtime/arena.h)
     const RunOptions* options = nullptr;  // deadline and terminate flag; null: never stops
   };
 
   explicit Executor(std::string engine);
   Status plan_graph(const Graph& graph);
-  Result<std::vector<RuntimeValue>> run_graph(const Graph& graph, std::vector<RuntimeValue> inputs,
-                                              const Frame* outer, const RunContext& rc) const;
+  Result<std::vector<RuntimeValue>> run_graph(const Graph& graph, std::vector<RuntimeValue> inputs, const Frame* outer,
+                                              const RunContext& rc) const;
   Status run_node(const NodePlan& plan, Frame& frame) const;
   void record(const NodePlan& np, const KernelDef& def, const KernelContext& ctx, const std::vector<RuntimeValue>& outs,
               const Frame& frame, int64_t begin_ns) const;

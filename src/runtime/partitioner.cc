@@ -24,8 +24,8 @@ bool matches_op(const KernelDef& def, const Node& n) {
 struct Support {
   bool op = false;
   bool accepted = false;
-  bool later = false;          // accepted only if the run-time shapes fit
-  std::string reason;          // why the engine's kernels refused it (for messages)
+  bool later = false;  // accepted only if the run-time shapes fit
+  std::string reason;  // why the engine's kernels refused it (for messages)
 };
 
 bool output_dtypes_fit(const KernelDef& def, const Node& n) {
@@ -85,18 +85,20 @@ Status unsupported(const Node& n, const std::vector<std::string>& engines) {
                               : std::to_string(def.since_version) + "-" + std::to_string(def.end_version));
   std::string fix;
   if (!elsewhere.empty())
-    fix = "engine(s) " + join(elsewhere) + " have it: add one to the engine list (GEARBOX_ENGINES) or force it with --engine " +
-          n.op_type + "=" + elsewhere.front();
+    fix = "engine(s) " + join(elsewhere) +
+          " have it: add one to the engine list (GEARBOX_ENGINES) or force it with --engine " + n.op_type + "=" +
+          elsewhere.front();
   else if (!opset_ranges.empty())
     fix = "gearbox implements it only at opset(s) " + join({opset_ranges.begin(), opset_ranges.end()}) +
           ": re-export the model at one of them";
   else
-    fix = "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
-          "operators";
+    fix =
+        "no engine of this gearbox implements it: re-export the model without it or decompose it into supported "
+        "operators";
   // Where a plugin could have come from, and which ones did (runtime/plugin_loader.h).
   return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n.name, "': operator ", n.op_type, " (domain ",
-                    n.domain.empty() ? "ai.onnx" : n.domain, ", opset ", n.opset, ") has no kernel on the engines tried (",
-                    join(engines), "); ", fix, op_path_note());
+                    n.domain.empty() ? "ai.onnx" : n.domain, ", opset ", n.opset,
+                    ") has no kernel on the engines tried (", join(engines), "); ", fix, op_path_note());
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -118,7 +120,11 @@ class Partitioner {
  public:
   Partitioner(const Graph& main, const std::vector<std::string>& engines, const std::vector<EngineOverride>& overrides,
               bool keep_placed)
-      : main_(main), engines_(engines), overrides_(overrides), keep_placed_(keep_placed), matched_(overrides.size(), false) {
+      : main_(main),
+        engines_(engines),
+        overrides_(overrides),
+        keep_placed_(keep_placed),
+        matched_(overrides.size(), false) {
     out_.engines = engines;
   }
 
@@ -132,7 +138,8 @@ class Partitioner {
     for (size_t i = 0; i < overrides_.size(); ++i)
       if (!matched_[i]) return unmatched(overrides_[i]);
     if (out_.reassigned)
-      GBX_LOG_WARN("PARTITION", "{} node(s) came with an engine this session cannot use (engines {}) and were placed again: {}",
+      GBX_LOG_WARN("PARTITION",
+                   "{} node(s) came with an engine this session cannot use (engines {}) and were placed again: {}",
                    out_.reassigned, join(engines_, ","), join(reassigned_names_));
     GBX_LOG_INFO("PARTITION", "{}", out_.summary());
     for (const std::string& r : out_.refusals) GBX_LOG_DEBUG("PARTITION", "passed over: {}", r);
@@ -166,8 +173,8 @@ class Partitioner {
       const Support s = support(n, ov->engine);
       if (!s.op || (!s.accepted && !s.later)) {
         std::vector<std::string> have = engines_serving(n);
-        return make_error(ErrorCode::ENGINE_LACKS_KERNEL, "--engine ", ov->target, "=", ov->engine, ": node '", n.name, "' (",
-                          n.qualified_op(), ", opset ", n.opset, ") has no kernel on ", ov->engine,
+        return make_error(ErrorCode::ENGINE_LACKS_KERNEL, "--engine ", ov->target, "=", ov->engine, ": node '", n.name,
+                          "' (", n.qualified_op(), ", opset ", n.opset, ") has no kernel on ", ov->engine,
                           s.op ? " that handles it (" + s.reason + ")" : std::string(),
                           have.empty() ? "; no engine has one" : "; engines with it: " + join(have),
                           " (force one of those, or name the node rather than its op type)");
@@ -255,12 +262,12 @@ class Partitioner {
     collect(main_, ops);
     for (const std::string& s : ops) consider(s);
     for (const std::string& s : names_) consider(s);
-    return make_error(ErrorCode::ENGINE_OVERRIDE_UNMATCHED, "--engine ", ov.target, "=", ov.engine, ": no node is named '", ov.target,
-                      "' or has that op type (after graph optimization, which fuses and renames nodes)",
-                      close.empty() ? "; the op types are " + join({ops.begin(), ops.end()})
-                                    : "; close names: " + join(close),
-                      ". Name a node or op type of the optimized graph (GEARBOX_LOG_LEVEL=debug lists the regions), "
-                      "or switch the fusing pass off with --disable-pass");
+    return make_error(
+        ErrorCode::ENGINE_OVERRIDE_UNMATCHED, "--engine ", ov.target, "=", ov.engine, ": no node is named '", ov.target,
+        "' or has that op type (after graph optimization, which fuses and renames nodes)",
+        close.empty() ? "; the op types are " + join({ops.begin(), ops.end()}) : "; close names: " + join(close),
+        ". Name a node or op type of the optimized graph (GEARBOX_LOG_LEVEL=debug lists the regions), "
+        "or switch the fusing pass off with --disable-pass");
   }
 
   void collect(const Graph& g, std::set<std::string>& ops) {

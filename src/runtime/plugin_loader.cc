@@ -16,7 +16,7 @@ namespace gearbox {
 namespace {
 
 struct LoaderState {
-  std::mutex mu;  // one load at a time: registration is not safe concurrently
+  std::mutex mu;                                 // one load at a time: registration is not safe concurrently
   std::map<std::string, std::string> engine_of;  // canonical library path -> its engine
   std::vector<std::string> searched;
 };
@@ -59,7 +59,8 @@ Result<std::string> load_library(LoaderState& s, const std::string& file) {
 
   // RTLD_LOCAL: two plugins' own symbols never bind to each other's.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return make_error(ErrorCode::PLUGIN_LOAD_FAILED, "cannot load plugin library '", path, "': ", dl_error());
+  if (!handle)
+    return make_error(ErrorCode::PLUGIN_LOAD_FAILED, "cannot load plugin library '", path, "': ", dl_error());
   // Closed on every refusal before the plugin's own code (init) ran.
   auto refuse = [&](Status st) {
     dlclose(handle);
@@ -75,8 +76,9 @@ Result<std::string> load_library(LoaderState& s, const std::string& file) {
     return refuse(make_error(ErrorCode::PLUGIN_LOAD_FAILED, "plugin library '", path, "': ", GBX_PLUGIN_ENTRY_POINT,
                              " returned NULL"));
   if (plugin->abi_version != GBX_PLUGIN_ABI_VERSION)
-    return refuse(make_error(ErrorCode::PLUGIN_ABI_MISMATCH, "plugin library '", path, "' was built for plugin ABI version ",
-                             plugin->abi_version, "; this gearbox loads plugin ABI version ", GBX_PLUGIN_ABI_VERSION,
+    return refuse(make_error(ErrorCode::PLUGIN_ABI_MISMATCH, "plugin library '", path,
+                             "' was built for plugin ABI version ", plugin->abi_version,
+                             "; this gearbox loads plugin ABI version ", GBX_PLUGIN_ABI_VERSION,
                              ": rebuild it against this gearbox's gearbox/plugin.h"));
   if (plugin->init) {
     char error[1024] = {0};
@@ -84,8 +86,8 @@ Result<std::string> load_library(LoaderState& s, const std::string& file) {
     error[sizeof(error) - 1] = '\0';
     // The plugin's code has run (it may have started threads): the library stays mapped.
     if (rc != GBX_PLUGIN_OK)
-      return make_error(ErrorCode::PLUGIN_INIT_FAILED, "plugin '", plugin->name ? plugin->name : "(unnamed)", "' (", path,
-                        ") failed its init (returned ", rc, "): ", error[0] ? error : "(no message)");
+      return make_error(ErrorCode::PLUGIN_INIT_FAILED, "plugin '", plugin->name ? plugin->name : "(unnamed)", "' (",
+                        path, ") failed its init (returned ", rc, "): ", error[0] ? error : "(no message)");
   }
   PluginInfo info;
   info.name = plugin->name ? plugin->name : "";
@@ -127,8 +129,8 @@ std::string op_path_note() {
   std::vector<std::string> plugins;
   for (const PluginInfo& p : registered_plugins())
     plugins.push_back(p.name + " " + p.version + " (" + join(p.ops) + ")");
-  return "; op path searched: " + join(searched, ":") + "; plugins loaded: " +
-         (plugins.empty() ? std::string("none") : join(plugins, "; "));
+  return "; op path searched: " + join(searched, ":") +
+         "; plugins loaded: " + (plugins.empty() ? std::string("none") : join(plugins, "; "));
 }
 
 }  // namespace gearbox

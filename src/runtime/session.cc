@@ -223,8 +223,7 @@ Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const
                         to_string(it->type.shape), " but got ", to_string(t.dims()));
   }
   for (const auto& io : inputs_)
-    if (!feeds.count(io.name))
-      return make_error(ErrorCode::INPUT_MISSING, "input ", describe_io(io), " was not given");
+    if (!feeds.count(io.name)) return make_error(ErrorCode::INPUT_MISSING, "input ", describe_io(io), " was not given");
   return Status::OK();
 }
 
@@ -235,8 +234,8 @@ Status Session::validate(const std::map<std::string, Tensor>& feeds) const {
 }
 
 Result<std::vector<RuntimeValue>> Session::run_values(const std::map<std::string, RuntimeValue>& feeds,
-                                                     Profiler* profiler, NodeObserver* observer,
-                                                     const RunOptions* run_options) const {
+                                                      Profiler* profiler, NodeObserver* observer,
+                                                      const RunOptions* run_options) const {
   GBX_RETURN_IF_ERROR(validate(feeds));
   // OpenMP's thread count is a per-thread setting: apply the session's on the calling thread
   // (server workers, streams) for this run, and give the thread its own back afterwards, so
@@ -297,12 +296,14 @@ Status Session::update_weight(const std::string& name, const Tensor& value) {
     if (names.size() > 20) names.resize(20), names.push_back("...");
     return make_error(ErrorCode::INVALID_ARGUMENT, "update_weight: the session's graph has no weight '", name,
                       "' (misspelt, or an optimizer pass folded or rewrote it: create the session with that pass "
-                      "disabled); its ", model_.graph->initializers.size(), " weights are: ", join(names, ", "));
+                      "disabled); its ",
+                      model_.graph->initializers.size(), " weights are: ", join(names, ", "));
   }
   Tensor& w = weight->initializer;
   if (value.dtype() != w.dtype() || value.dims() != w.dims())
     return make_error(ErrorCode::INVALID_ARGUMENT, "update_weight: weight '", name, "' is ", describe(w),
-                      ", the new value ", describe(value), " (an update writes over the weight in place: pass its dtype and dims)");
+                      ", the new value ", describe(value),
+                      " (an update writes over the weight in place: pass its dtype and dims)");
   std::unique_lock<std::shared_mutex> lock(weights_mu_);
   if (w.dtype() == DType::String) {
     w.strings() = value.strings();

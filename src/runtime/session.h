@@ -40,7 +40,7 @@ inline constexpr std::string_view kDefaultEngines = "cpu.simd,cpu.dnnl,cpu.ref";
 // resolve_session_options() from the environment, the one place gearbox reads its session
 // variables (runtime/session_options.cc; the C API and Python rely on them).
 struct SessionOptions {
-  int threads = 0;                   // 0: GEARBOX_NUM_THREADS, else all cores
+  int threads = 0;  // 0: GEARBOX_NUM_THREADS, else all cores
   // Engines kernels are taken from, in priority order ("cpu.dnnl,cpu.ref"): a node runs on the
   // first engine with a kernel for its op, opset and dtype. Empty: GEARBOX_ENGINES, else
   // kDefaultEngines. Every name must be an engine of this gearbox (ENGINE_UNKNOWN).
@@ -49,7 +49,7 @@ struct SessionOptions {
   // runtime/partitioner.h): a node-name match beats an op-type match; the node then runs on
   // that engine only.
   std::vector<std::string> engine_overrides;
-  bool check_model = true;           // run onnx's checker at import
+  bool check_model = true;  // run onnx's checker at import
   // Graph passes run at create (graph/optimizer.h). With optimizer.use_env,
   // GEARBOX_DISABLE_PASSES is added to optimizer.disabled_passes ("all": no pass runs).
   OptimizerOptions optimizer;
@@ -78,11 +78,11 @@ struct SessionOptions {
 
 // `requested` with every unset field filled from the environment (GEARBOX_ENGINES,
 // GEARBOX_NUM_THREADS, GEARBOX_PLAN_CACHE_SIZE, GEARBOX_DISABLE_PASSES, GEARBOX_CONV_WINOGRAD,
-// GEARBOX_OP_PATH, whose plugins it loads: runtime/plugin_loader.h) or the default, and validated: an engine name that is not an engine of this gearbox is
-// ENGINE_UNKNOWN, a malformed number USAGE (naming the variable and the value), a pass name
-// PASS_UNKNOWN. The result has threads > 0, plan_cache_size >= 0,
-// conv_winograd 0 or 1 and optimizer.use_env false, so resolving it again changes nothing.
-// Session::create calls it; so does gearbox compile, so both build the same graph.
+// GEARBOX_OP_PATH, whose plugins it loads: runtime/plugin_loader.h) or the default, and validated: an engine name that
+// is not an engine of this gearbox is ENGINE_UNKNOWN, a malformed number USAGE (naming the variable and the value), a
+// pass name PASS_UNKNOWN. The result has threads > 0, plan_cache_size >= 0, conv_winograd 0 or 1 and optimizer.use_env
+// false, so resolving it again changes nothing. Session::create calls it; so does gearbox compile, so both build the
+// same graph.
 Result<SessionOptions> resolve_session_options(SessionOptions requested);
 
 // The priority list a session given `requested` (SessionOptions::engine) uses: it, else

@@ -37,8 +37,8 @@ std::optional<long> parse_int(const std::string& s, long lo, long hi) {
 }
 
 Status invalid_env(const char* name, const std::string& value, const std::string& want) {
-  return make_error(ErrorCode::USAGE, "environment variable ", name, "='", value, "' is not ", want,
-                    "; set it to ", want, " or unset it for the default (docs/cli.md)");
+  return make_error(ErrorCode::USAGE, "environment variable ", name, "='", value, "' is not ", want, "; set it to ",
+                    want, " or unset it for the default (docs/cli.md)");
 }
 
 // Every engine some kernel is registered for, sorted.

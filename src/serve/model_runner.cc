@@ -28,8 +28,8 @@ Result<Tensor> slice_rows(const Tensor& t, int64_t begin, int64_t rows) {
 
 }  // namespace
 
-ModelRunner::ModelRunner(std::string name, std::string version, std::unique_ptr<Session> session,
-                         RunnerOptions options, ModelMetrics* metrics)
+ModelRunner::ModelRunner(std::string name, std::string version, std::unique_ptr<Session> session, RunnerOptions options,
+                         ModelMetrics* metrics)
     : name_(std::move(name)),
       version_(std::move(version)),
       session_(std::move(session)),
@@ -81,7 +81,8 @@ Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs,
         rows = 0;
         break;
       }
-      job->signature += std::string(dtype_name(t.dtype())) + to_string(Dims(t.dims().begin() + 1, t.dims().end())) + ";";
+      job->signature +=
+          std::string(dtype_name(t.dtype())) + to_string(Dims(t.dims().begin() + 1, t.dims().end())) + ";";
     }
     job->rows = std::max<int64_t>(rows, 0);
   }
@@ -91,7 +92,8 @@ Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_)
-      return make_error(ErrorCode::SERVE_SHUTTING_DOWN, "model '", name_, "' is draining its queue and takes no new requests");
+      return make_error(ErrorCode::SERVE_SHUTTING_DOWN, "model '", name_,
+                        "' is draining its queue and takes no new requests");
     queue_.push_back(std::move(job));
   }
   cv_.notify_all();
@@ -118,8 +120,7 @@ void ModelRunner::worker_loop(int worker) {
 void ModelRunner::collect_batch(std::unique_lock<std::mutex>& lock, std::vector<JobPtr>* batch) {
   const std::string& signature = (*batch)[0]->signature;
   int64_t rows = (*batch)[0]->rows;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::microseconds(options_.batch_timeout_us) -
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(options_.batch_timeout_us) -
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(now_seconds() - (*batch)[0]->enqueued));
   for (;;) {
@@ -207,8 +208,10 @@ bool ModelRunner::run_merged(std::vector<JobPtr>& batch, int worker, double star
   for (const Tensor& o : *r)
     if (o.rank() < 1 || o.dim(0) != rows) {
       if (batching_.exchange(false))
-        GBX_LOG_INFO("SERVE", "model '{}': dynamic batching off (output {} of a {}-row merged run is not batched "
-                     "along dim 0); requests run one by one from now on", name_, describe(o), rows);
+        GBX_LOG_INFO("SERVE",
+                     "model '{}': dynamic batching off (output {} of a {}-row merged run is not batched "
+                     "along dim 0); requests run one by one from now on",
+                     name_, describe(o), rows);
       return false;
     }
   std::vector<std::vector<Tensor>> split(batch.size());

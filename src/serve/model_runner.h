@@ -25,8 +25,8 @@
 namespace gearbox::serve {
 
 struct RunnerOptions {
-  int workers = 1;             // model runs in flight at once
-  int max_batch = 1;           // rows per merged run; 1 disables dynamic batching
+  int workers = 1;               // model runs in flight at once
+  int max_batch = 1;             // rows per merged run; 1 disables dynamic batching
   int64_t batch_timeout_us = 0;  // how long the first request of a batch waits for more
   // Seconds a request may take from its arrival (queue time included) before its run stops
   // with RUN_DEADLINE_EXCEEDED (504); 0: no limit. A request's Gearbox-Timeout header may
@@ -78,8 +78,8 @@ class ModelRunner {
  private:
   struct Job {
     std::map<std::string, Tensor> inputs;
-    int64_t rows = 0;         // first-dim size shared by every input; 0: not batchable
-    std::string signature;    // dtypes and trailing dims: jobs merge only with equal ones
+    int64_t rows = 0;       // first-dim size shared by every input; 0: not batchable
+    std::string signature;  // dtypes and trailing dims: jobs merge only with equal ones
     double enqueued = 0;
     RunOptions run_options;  // the request's deadline and the runner's cancel flag
     std::promise<Result<InferOutcome>> done;

@@ -69,14 +69,19 @@ struct InFlight {
 
 int http_status(ErrorCode code) {
   switch (code) {
-    case ErrorCode::SERVE_REQUEST_TOO_LARGE: return 413;
+    case ErrorCode::SERVE_REQUEST_TOO_LARGE:
+      return 413;
     case ErrorCode::SERVE_MODEL_NOT_FOUND:
     case ErrorCode::SERVE_MODEL_VERSION_NOT_FOUND:
-    case ErrorCode::SERVE_ROUTE_NOT_FOUND: return 404;
-    case ErrorCode::SERVE_UNAUTHORIZED: return 401;
+    case ErrorCode::SERVE_ROUTE_NOT_FOUND:
+      return 404;
+    case ErrorCode::SERVE_UNAUTHORIZED:
+      return 401;
     case ErrorCode::SERVE_SHUTTING_DOWN:
-    case ErrorCode::RUN_CANCELLED: return 503;  // cancelled at the end of a shutdown's grace period
-    case ErrorCode::RUN_DEADLINE_EXCEEDED: return 504;
+    case ErrorCode::RUN_CANCELLED:
+      return 503;  // cancelled at the end of a shutdown's grace period
+    case ErrorCode::RUN_DEADLINE_EXCEEDED:
+      return 504;
     case ErrorCode::SERVE_REQUEST_INVALID:
     case ErrorCode::SERVE_TIMEOUT_INVALID:
     case ErrorCode::SERVE_DATATYPE_UNKNOWN:
@@ -90,8 +95,10 @@ int http_status(ErrorCode code) {
     // Kernels report these when the request's values do not suit the model (an index out of
     // range, shapes a symbolic dim cannot take): the client's to fix.
     case ErrorCode::SHAPE_MISMATCH:
-    case ErrorCode::INVALID_ARGUMENT: return 400;
-    default: return 500;
+    case ErrorCode::INVALID_ARGUMENT:
+      return 400;
+    default:
+      return 500;
   }
 }
 
@@ -132,7 +139,8 @@ void Server::install_routes() {
   s.set_keep_alive_timeout(2);
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.auth_token.empty() || req.path.rfind("/v2/health/", 0) == 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (options_.auth_token.empty() || req.path.rfind("/v2/health/", 0) == 0)
+      return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     if (auth.rfind("Bearer ", 0) == 0 && equal_constant_time(auth.substr(7), options_.auth_token))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -150,8 +158,8 @@ void Server::install_routes() {
     else if (res.status == 404)
       send_error(res, make_error(ErrorCode::SERVE_ROUTE_NOT_FOUND, "no endpoint ", req.method, " ", req.path));
     else
-      send_error(res, make_error(ErrorCode::SERVE_REQUEST_INVALID, "HTTP ", res.status, " for ", req.method, " ",
-                                 req.path));
+      send_error(res,
+                 make_error(ErrorCode::SERVE_REQUEST_INVALID, "HTTP ", res.status, " for ", req.method, " ", req.path));
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics_->record_http_response(res.status);
@@ -177,8 +185,8 @@ void Server::install_routes() {
     res.set_content(json{{"ready", ready}}.dump(), kJson);
   });
   s.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"name", kServerName}, {"version", kServerVersion}, {"extensions", {"binary_tensor_data"}}}.dump(),
-                    kJson);
+    res.set_content(
+        json{{"name", kServerName}, {"version", kServerVersion}, {"extensions", {"binary_tensor_data"}}}.dump(), kJson);
   });
   s.Get(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)", [this](const httplib::Request& req, httplib::Response& res) {
     Status err;
@@ -200,82 +208,82 @@ void Server::install_routes() {
           res.set_content(json{{"name", m->name()}, {"ready", !stopping_}}.dump(), kJson);
           if (stopping_) res.status = 503;
         });
-  s.Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)", [this](const httplib::Request& req,
-                                                                      httplib::Response& res) {
-    const double t0 = now_seconds();
-    const auto arrival = RunOptions::Clock::now();  // a request's deadline counts from here
-    Status err;
-    ModelRunner* m = find_model(req.matches[1], req.matches[2], &err);
-    if (!m) return send_error(res, err);
-    ModelMetrics& mm = m->metrics();
-    InFlight in_flight(mm);
-    auto fail = [&](const Status& st) {
-      ++mm.failure;
-      mm.request_seconds.observe(now_seconds() - t0);
-      send_error(res, st);
-    };
+  s.Post(R"(/v2/models/([^/]+)(?:/versions/([^/]+))?/infer)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           const double t0 = now_seconds();
+           const auto arrival = RunOptions::Clock::now();  // a request's deadline counts from here
+           Status err;
+           ModelRunner* m = find_model(req.matches[1], req.matches[2], &err);
+           if (!m) return send_error(res, err);
+           ModelMetrics& mm = m->metrics();
+           InFlight in_flight(mm);
+           auto fail = [&](const Status& st) {
+             ++mm.failure;
+             mm.request_seconds.observe(now_seconds() - t0);
+             send_error(res, st);
+           };
 
-    std::optional<size_t> header_length;
-    if (req.has_header("Inference-Header-Content-Length")) {
-      const std::string v = req.get_header_value("Inference-Header-Content-Length");
-      char* end = nullptr;
-      unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || v[0] == '-')
-        return fail(make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "Inference-Header-Content-Length '", v,
-                               "' is not a byte count"));
-      header_length = static_cast<size_t>(n);
-    }
-    double header_timeout = 0;
-    if (req.has_header(kTimeoutHeader)) {
-      auto t = parse_timeout(req.get_header_value(kTimeoutHeader));
-      if (!t.ok()) return fail(t.status());
-      header_timeout = *t;
-    }
-    auto parsed = parse_infer_request(req.body, header_length);
-    if (!parsed.ok()) return fail(parsed.status());
-    InferRequest& r = *parsed;
-    if (Status st = m->check(r.inputs); !st.ok()) return fail(st);
+           std::optional<size_t> header_length;
+           if (req.has_header("Inference-Header-Content-Length")) {
+             const std::string v = req.get_header_value("Inference-Header-Content-Length");
+             char* end = nullptr;
+             unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+             if (v.empty() || *end != '\0' || v[0] == '-')
+               return fail(make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "Inference-Header-Content-Length '", v,
+                                      "' is not a byte count"));
+             header_length = static_cast<size_t>(n);
+           }
+           double header_timeout = 0;
+           if (req.has_header(kTimeoutHeader)) {
+             auto t = parse_timeout(req.get_header_value(kTimeoutHeader));
+             if (!t.ok()) return fail(t.status());
+             header_timeout = *t;
+           }
+           auto parsed = parse_infer_request(req.body, header_length);
+           if (!parsed.ok()) return fail(parsed.status());
+           InferRequest& r = *parsed;
+           if (Status st = m->check(r.inputs); !st.ok()) return fail(st);
 
-    const auto& outs = m->session().outputs();
-    std::vector<std::pair<size_t, bool>> selected;  // (model output index, binary)
-    if (r.outputs.empty()) {
-      for (size_t i = 0; i < outs.size(); ++i) selected.emplace_back(i, r.binary_outputs_default);
-    } else {
-      for (const auto& want : r.outputs) {
-        auto it = std::find_if(outs.begin(), outs.end(), [&](const IoInfo& io) { return io.name == want.name; });
-        if (it == outs.end()) {
-          std::string names;
-          for (const auto& io : outs) names += (names.empty() ? "'" : ", '") + io.name + "'";
-          return fail(make_error(ErrorCode::SERVE_OUTPUT_UNKNOWN, "model '", m->name(), "' has no output '",
-                                 want.name, "'; its outputs are ", names));
-        }
-        selected.emplace_back(static_cast<size_t>(it - outs.begin()), want.binary);
-      }
-    }
+           const auto& outs = m->session().outputs();
+           std::vector<std::pair<size_t, bool>> selected;  // (model output index, binary)
+           if (r.outputs.empty()) {
+             for (size_t i = 0; i < outs.size(); ++i) selected.emplace_back(i, r.binary_outputs_default);
+           } else {
+             for (const auto& want : r.outputs) {
+               auto it = std::find_if(outs.begin(), outs.end(), [&](const IoInfo& io) { return io.name == want.name; });
+               if (it == outs.end()) {
+                 std::string names;
+                 for (const auto& io : outs) names += (names.empty() ? "'" : ", '") + io.name + "'";
+                 return fail(make_error(ErrorCode::SERVE_OUTPUT_UNKNOWN, "model '", m->name(), "' has no output '",
+                                        want.name, "'; its outputs are ", names));
+               }
+               selected.emplace_back(static_cast<size_t>(it - outs.begin()), want.binary);
+             }
+           }
 
-    auto outcome = m->infer(std::move(r.inputs), m->deadline_for(arrival, header_timeout));
-    if (!outcome.ok()) return fail(outcome.status());
-    mm.queue_seconds.observe(outcome->queue_seconds);
-    mm.compute_seconds.observe(outcome->compute_seconds);
+           auto outcome = m->infer(std::move(r.inputs), m->deadline_for(arrival, header_timeout));
+           if (!outcome.ok()) return fail(outcome.status());
+           mm.queue_seconds.observe(outcome->queue_seconds);
+           mm.compute_seconds.observe(outcome->compute_seconds);
 
-    std::vector<NamedOutput> named;
-    for (const auto& [index, binary] : selected) {
-      const Tensor& t = outcome->outputs[index];
-      if (kserve_datatype(t.dtype()).empty())
-        return fail(make_error(ErrorCode::DTYPE_UNSUPPORTED, "output '", outs[index].name, "' is ",
-                               dtype_name(t.dtype()), ", which the KServe v2 protocol cannot carry here"));
-      named.push_back({outs[index].name, t, binary});
-    }
-    EncodedResponse enc = encode_infer_response(m->name(), m->version(), r.id, named);
-    if (enc.header_length) {
-      res.set_header("Inference-Header-Content-Length", std::to_string(*enc.header_length));
-      res.set_content(std::move(enc.body), "application/octet-stream");
-    } else {
-      res.set_content(std::move(enc.body), kJson);
-    }
-    ++mm.success;
-    mm.request_seconds.observe(now_seconds() - t0);
-  });
+           std::vector<NamedOutput> named;
+           for (const auto& [index, binary] : selected) {
+             const Tensor& t = outcome->outputs[index];
+             if (kserve_datatype(t.dtype()).empty())
+               return fail(make_error(ErrorCode::DTYPE_UNSUPPORTED, "output '", outs[index].name, "' is ",
+                                      dtype_name(t.dtype()), ", which the KServe v2 protocol cannot carry here"));
+             named.push_back({outs[index].name, t, binary});
+           }
+           EncodedResponse enc = encode_infer_response(m->name(), m->version(), r.id, named);
+           if (enc.header_length) {
+             res.set_header("Inference-Header-Content-Length", std::to_string(*enc.header_length));
+             res.set_content(std::move(enc.body), "application/octet-stream");
+           } else {
+             res.set_content(std::move(enc.body), kJson);
+           }
+           ++mm.success;
+           mm.request_seconds.observe(now_seconds() - t0);
+         });
 
   metrics_http_->new_task_queue = [] { return new httplib::ThreadPool(2); };
   metrics_http_->set_keep_alive_timeout(2);
@@ -303,7 +311,8 @@ Status Server::bind() {
     return Status::OK();
   };
   GBX_RETURN_IF_ERROR(bind_one(*http_, options_.port, &port_, "--port"));
-  if (options_.metrics_port >= 0) GBX_RETURN_IF_ERROR(bind_one(*metrics_http_, options_.metrics_port, &metrics_port_, "--metrics-port"));
+  if (options_.metrics_port >= 0)
+    GBX_RETURN_IF_ERROR(bind_one(*metrics_http_, options_.metrics_port, &metrics_port_, "--metrics-port"));
   return Status::OK();
 }
 

@@ -30,11 +30,11 @@ namespace gearbox::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;           // 0: any free port (port() tells which)
-  int metrics_port = 8002;   // 0: any free port; -1: no metrics listener
-  int http_threads = 32;     // connections served at once
+  int port = 8000;          // 0: any free port (port() tells which)
+  int metrics_port = 8002;  // 0: any free port; -1: no metrics listener
+  int http_threads = 32;    // connections served at once
   size_t max_request_bytes = 64u << 20;
-  std::string auth_token;    // empty: no authentication
+  std::string auth_token;  // empty: no authentication
 };
 
 // The HTTP status for an error from the catalogue.

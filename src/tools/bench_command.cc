@@ -3,15 +3,16 @@
 // ones). `--json` prints the same as one JSON object; `--rounds-stdin` keeps the loaded,
 // warmed-up session and runs rounds on request, so a driver (bench/ort_compare.py) can
 // alternate it with another runtime without reloading either.
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/logging.h"
 #include "base/npy.h"
@@ -58,8 +59,7 @@ Result<std::pair<std::string, Dims>> parse_shape(const std::string& spec) {
       return make_error(ErrorCode::USAGE, "--shape '", spec, "': '", item, "' is not a non-negative integer dim");
     dims.push_back(v);
   }
-  if (!rest.empty() && rest.back() == ',')
-    return make_error(ErrorCode::USAGE, "--shape '", spec, "' ends with ','");
+  if (!rest.empty() && rest.back() == ',') return make_error(ErrorCode::USAGE, "--shape '", spec, "' ends with ','");
   return std::make_pair(name, dims);
 }
 
@@ -77,8 +77,9 @@ Result<std::map<std::string, Tensor>> make_feeds(const Session& session, const B
   auto known = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   for (const auto& [name, dims] : shapes) {
     if (!known(name))
-      return make_error(ErrorCode::INPUT_UNKNOWN, "--shape names '", name, "', which is not an input of the model (inputs: ",
-                        fmt::format("{}", fmt::join(names, ", ")), ")");
+      return make_error(ErrorCode::INPUT_UNKNOWN, "--shape names '", name,
+                        "', which is not an input of the model (inputs: ", fmt::format("{}", fmt::join(names, ", ")),
+                        ")");
     if (feeds.count(name))
       return make_error(ErrorCode::USAGE, "input '", name, "' has both --input and --shape; the file fixes its shape");
   }
@@ -89,7 +90,8 @@ Result<std::map<std::string, Tensor>> make_feeds(const Session& session, const B
       const Shape& declared = io.type.shape;
       if (io.type.kind == ValueType::Kind::Tensor && declared.ranked && !declared.accepts(it->second))
         return make_error(ErrorCode::INPUT_SHAPE_MISMATCH, "--shape ", io.name, ":",
-                          fmt::format("{}", fmt::join(it->second, ",")), " does not fit the model's ", to_string(io.type));
+                          fmt::format("{}", fmt::join(it->second, ",")), " does not fit the model's ",
+                          to_string(io.type));
       fixed.type.shape = Shape::from_dims(it->second);
     }
     GBX_ASSIGN_OR_RETURN(feeds[io.name], random_input(fixed));
@@ -121,7 +123,8 @@ int serve_rounds(const Session& session, const std::map<std::string, Tensor>& fe
     std::istringstream in(line);
     int warm = -1, runs = -1;
     if (!(in >> warm >> runs) || warm < 0 || runs < 1)
-      return report(make_error(ErrorCode::USAGE, "--rounds-stdin expects lines 'WARMUP RUNS' (RUNS >= 1), got '", line, "'"));
+      return report(
+          make_error(ErrorCode::USAGE, "--rounds-stdin expects lines 'WARMUP RUNS' (RUNS >= 1), got '", line, "'"));
     std::vector<double> times;
     for (int i = 0; i < warm + runs; ++i) {
       auto t0 = Clock::now();
@@ -137,7 +140,8 @@ int serve_rounds(const Session& session, const std::map<std::string, Tensor>& fe
 
 int bench(const BenchOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
-    return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+    return report(
+        make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
   // Syntax errors first, before paying for the load.
   for (const std::string& spec : o.shapes)
     if (auto p = parse_shape(spec); !p.ok()) return report(p.status());
@@ -168,8 +172,12 @@ int bench(const BenchOptions& o) {
   for (const auto& [name, t] : *feeds)
     inputs.push_back({{"name", name}, {"shape", t.dims()}, {"dtype", std::string(dtype_name(t.dtype()))}});
   if (o.rounds_stdin) {
-    std::cout << nlohmann::json{{"ready", true}, {"load_ms", load_ms}, {"first_run_ms", first_ms}, {"threads", threads},
-                                {"engines", (*session)->engines()}, {"inputs", inputs}}
+    std::cout << nlohmann::json{{"ready", true},
+                                {"load_ms", load_ms},
+                                {"first_run_ms", first_ms},
+                                {"threads", threads},
+                                {"engines", (*session)->engines()},
+                                {"inputs", inputs}}
                      .dump()
               << std::endl;
     return serve_rounds(**session, *feeds);
@@ -190,16 +198,11 @@ int bench(const BenchOptions& o) {
       outputs.push_back({{"name", (*session)->outputs()[i].name},
                          {"shape", (*first)[i].dims()},
                          {"dtype", std::string(dtype_name((*first)[i].dtype()))}});
-    nlohmann::json j{{"model", o.model},
-                     {"engines", (*session)->engines()},
-                     {"threads", threads},
-                     {"inputs", inputs},
-                     {"outputs", outputs},
-                     {"load_ms", load_ms},
-                     {"first_run_ms", first_ms},
-                     {"warmup", o.warmup},
-                     {"loop", o.loop},
-                     {"latency_ms", stats_json(lat)},
+    nlohmann::json j{{"model", o.model},         {"engines", (*session)->engines()},
+                     {"threads", threads},       {"inputs", inputs},
+                     {"outputs", outputs},       {"load_ms", load_ms},
+                     {"first_run_ms", first_ms}, {"warmup", o.warmup},
+                     {"loop", o.loop},           {"latency_ms", stats_json(lat)},
                      {"runs_ms", times}};
     std::cout << j.dump() << std::endl;
     return 0;
@@ -209,8 +212,9 @@ int bench(const BenchOptions& o) {
     std::cout << "input " << in["name"].get<std::string>() << ": " << in["dtype"].get<std::string>() << " "
               << in["shape"].dump() << "\n";
   std::cout << fmt::format("load {:.1f} ms, first run {:.3f} ms\n", load_ms, first_ms);
-  std::cout << fmt::format("latency over {} run(s) after {} warm-up: min {:.3f}  median {:.3f}  mean {:.3f}  p90 {:.3f}  max {:.3f} ms\n",
-                           o.loop, o.warmup, lat.min, lat.median, lat.mean, lat.p90, lat.max);
+  std::cout << fmt::format(
+      "latency over {} run(s) after {} warm-up: min {:.3f}  median {:.3f}  mean {:.3f}  p90 {:.3f}  max {:.3f} ms\n",
+      o.loop, o.warmup, lat.min, lat.median, lat.mean, lat.p90, lat.max);
   return 0;
 }
 

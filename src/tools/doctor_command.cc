@@ -6,6 +6,7 @@
 // --target native), an .onnx in its metadata under the key `gearbox.required_isa`
 // (comma-separated, e.g. "avx512f,avx512bw"); a model without them needs nothing beyond the
 // build.
+#include <onnx/onnx_pb.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -13,10 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
-
 #include <nlohmann/json.hpp>
-#include <onnx/onnx_pb.h>
+#include <set>
 
 #include "base/strings.h"
 #include "device/calibration.h"
@@ -101,8 +100,8 @@ Check check_model_loads(const std::string& path, const std::string& op_path) {
     const Status& st = session.status();
     return {"FAIL", "model.partition", st.to_string(), std::string(error_info(st.code()).fix)};
   }
-  return {"PASS", "model.partition", path + " loads with engines " + (*session)->engines() + ": " +
-                                         (*session)->partition().summary(), ""};
+  return {"PASS", "model.partition",
+          path + " loads with engines " + (*session)->engines() + ": " + (*session)->partition().summary(), ""};
 }
 
 std::vector<Check> check_model(const std::string& path, const Capabilities& caps, const std::string& op_path) {
@@ -143,7 +142,8 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
                    path + " was compiled for " + join(need) + " but the CPU lacks " + join(missing) +
                        (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)"),
                    "Recompile the model for this machine (gearbox compile on this CPU, or for a baseline target), "
-                   "or run it on a CPU with " + join(missing)});
+                   "or run it on a CPU with " +
+                       join(missing)});
     return out;
   } else {
     out.push_back({"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""});
@@ -207,11 +207,11 @@ std::vector<Check> check_libraries() {
 }
 
 std::vector<Check> check_environment(const Capabilities& caps) {
-  static const std::set<std::string> known{"GEARBOX_NUM_THREADS", "GEARBOX_OP_PATH",   "GEARBOX_LOG_LEVEL",
-                                           "GEARBOX_LOG_FILE",    "GEARBOX_DEVICE_MEMORY",
-                                           "GEARBOX_SIMULATE_MISSING_ISA", "GEARBOX_ENGINES",
-                                           "GEARBOX_PLAN_CACHE_SIZE", "GEARBOX_DISABLE_PASSES",
-                                           "GEARBOX_CONV_WINOGRAD"};
+  static const std::set<std::string> known{"GEARBOX_NUM_THREADS",    "GEARBOX_OP_PATH",
+                                           "GEARBOX_LOG_LEVEL",      "GEARBOX_LOG_FILE",
+                                           "GEARBOX_DEVICE_MEMORY",  "GEARBOX_SIMULATE_MISSING_ISA",
+                                           "GEARBOX_ENGINES",        "GEARBOX_PLAN_CACHE_SIZE",
+                                           "GEARBOX_DISABLE_PASSES", "GEARBOX_CONV_WINOGRAD"};
   std::vector<Check> out;
   std::vector<std::string> seen;
   for (char** e = environ; *e; ++e) {
@@ -221,28 +221,31 @@ std::vector<Check> check_environment(const Capabilities& caps) {
       out.push_back({"WARN", "env." + key, key + " is not a variable gearbox reads (misspelt?)",
                      "Unset it or use one of: " + join({known.begin(), known.end()})});
   }
-  out.insert(out.begin(), {"PASS", "env.variables", seen.empty() ? "no GEARBOX_* or OMP_* variables set" : join(seen, " "), ""});
+  out.insert(out.begin(),
+             {"PASS", "env.variables", seen.empty() ? "no GEARBOX_* or OMP_* variables set" : join(seen, " "), ""});
 
-  if (std::string t = env("GEARBOX_NUM_THREADS"); !t.empty() &&
-      (t.find_first_not_of("0123456789") != std::string::npos || std::atoi(t.c_str()) <= 0))
+  if (std::string t = env("GEARBOX_NUM_THREADS");
+      !t.empty() && (t.find_first_not_of("0123456789") != std::string::npos || std::atoi(t.c_str()) <= 0))
     out.push_back({"FAIL", "env.GEARBOX_NUM_THREADS", "'" + t + "' is not a positive integer",
                    "Set GEARBOX_NUM_THREADS to a thread count such as " + std::to_string(caps.physical_cores)});
   std::string gt = env("GEARBOX_NUM_THREADS"), ot = env("OMP_NUM_THREADS");
   if (!gt.empty() && !ot.empty() && gt != ot)
     out.push_back({"WARN", "env.threads_conflict",
-                   "GEARBOX_NUM_THREADS=" + gt + " and OMP_NUM_THREADS=" + ot + " disagree: gearbox uses GEARBOX_NUM_THREADS "
-                   "for its sessions, while OpenMP code outside gearbox uses OMP_NUM_THREADS",
+                   "GEARBOX_NUM_THREADS=" + gt + " and OMP_NUM_THREADS=" + ot +
+                       " disagree: gearbox uses GEARBOX_NUM_THREADS "
+                       "for its sessions, while OpenMP code outside gearbox uses OMP_NUM_THREADS",
                    "Set only GEARBOX_NUM_THREADS, or give both the same value"});
   // The names spdlog::level::from_str accepts (base/logging.cc); anything else is ignored there.
   if (std::string lvl = env("GEARBOX_LOG_LEVEL");
-      !lvl.empty() && !std::set<std::string>{"trace", "debug", "info", "warning", "warn", "error", "err", "critical",
-                                             "off"}.count(lvl))
+      !lvl.empty() &&
+      !std::set<std::string>{"trace", "debug", "info", "warning", "warn", "error", "err", "critical", "off"}.count(lvl))
     out.push_back({"WARN", "env.GEARBOX_LOG_LEVEL", "'" + lvl + "' is not a log level (the default, warning, applies)",
                    "Use trace, debug, info, warn, error, critical or off"});
   if (std::string mem = env("GEARBOX_DEVICE_MEMORY"); !mem.empty()) {
     auto r = parse_memory_size(mem);
     if (!r.ok()) {
-      out.push_back({"FAIL", "env.GEARBOX_DEVICE_MEMORY", r.status().to_string(), std::string(error_info(r.status().code()).fix)});
+      out.push_back({"FAIL", "env.GEARBOX_DEVICE_MEMORY", r.status().to_string(),
+                     std::string(error_info(r.status().code()).fix)});
     } else if (*r > caps.memory_bytes && caps.memory_bytes > 0) {
       out.push_back({"WARN", "env.GEARBOX_DEVICE_MEMORY",
                      mem + " (" + format_bytes(*r) + ") exceeds the machine's RAM (" + format_bytes(caps.memory_bytes) +
@@ -251,9 +254,10 @@ std::vector<Check> check_environment(const Capabilities& caps) {
     }
   }
   if (!caps.simulated_missing.empty())
-    out.push_back({"WARN", "env.GEARBOX_SIMULATE_MISSING_ISA",
-                   "simulating a CPU without " + join(caps.simulated_missing) + ": the results describe that CPU, not this one",
-                   "Unset GEARBOX_SIMULATE_MISSING_ISA for a real diagnosis"});
+    out.push_back(
+        {"WARN", "env.GEARBOX_SIMULATE_MISSING_ISA",
+         "simulating a CPU without " + join(caps.simulated_missing) + ": the results describe that CPU, not this one",
+         "Unset GEARBOX_SIMULATE_MISSING_ISA for a real diagnosis"});
   return out;
 }
 
@@ -268,8 +272,9 @@ Check check_threads(const Capabilities& caps) {
     t = env("OMP_NUM_THREADS");
   }
   int threads = t.empty() ? allowed : std::atoi(t.c_str());
-  std::string detail = std::to_string(threads) + " threads (" + (t.empty() ? std::string("default: all allowed CPUs") : src) +
-                       ") on " + std::to_string(caps.logical_cores) + " logical / " + std::to_string(caps.physical_cores) +
+  std::string detail = std::to_string(threads) + " threads (" +
+                       (t.empty() ? std::string("default: all allowed CPUs") : src) + ") on " +
+                       std::to_string(caps.logical_cores) + " logical / " + std::to_string(caps.physical_cores) +
                        " physical cores, " + std::to_string(allowed) + " allowed by the affinity mask";
   if (threads > allowed)
     return {"WARN", "threads", detail + ": oversubscribed, threads will time-slice",
@@ -287,14 +292,17 @@ Check check_op_path(const std::string& op_path) {
     return {"FAIL", "op_plugins", o.status().to_string(), std::string(error_info(o.status().code()).fix)};
   const std::vector<std::string> searched = searched_op_path();
   if (searched.empty())
-    return {"PASS", "op_plugins",
-            "no op path (GEARBOX_OP_PATH unset, no --op-path): no custom-op plugin is loaded", ""};
+    return {"PASS", "op_plugins", "no op path (GEARBOX_OP_PATH unset, no --op-path): no custom-op plugin is loaded",
+            ""};
   std::vector<std::string> plugins;
   for (const PluginInfo& p : registered_plugins())
     plugins.push_back(p.name + " " + p.version + " (" + p.path + ", engine " + p.engine + "): " + join(p.ops));
-  std::string where = op_path.empty() ? "GEARBOX_OP_PATH" : env("GEARBOX_OP_PATH").empty() ? "--op-path" : "--op-path, GEARBOX_OP_PATH";
+  std::string where = op_path.empty()                  ? "GEARBOX_OP_PATH"
+                      : env("GEARBOX_OP_PATH").empty() ? "--op-path"
+                                                       : "--op-path, GEARBOX_OP_PATH";
   if (plugins.empty())
-    return {"WARN", "op_plugins", "op path searched: " + join(searched, ":") + " (" + where + "): it holds no plugin library",
+    return {"WARN", "op_plugins",
+            "op path searched: " + join(searched, ":") + " (" + where + "): it holds no plugin library",
             "Put plugin .so files in those folders (docs/custom_ops.md), or unset GEARBOX_OP_PATH"};
   return {"PASS", "op_plugins",
           "op path searched: " + join(searched, ":") + " (" + where + "); " + std::to_string(plugins.size()) +
@@ -321,16 +329,20 @@ Check check_log_dir() {
 
 Check check_pool() {
   auto cap = default_pool_capacity();
-  if (!cap.ok()) return {"FAIL", "device.pool", cap.status().to_string(), std::string(error_info(cap.status().code()).fix)};
-  return {"PASS", "device.pool", "device memory pool capacity " + format_bytes(*cap) +
-                                     (env("GEARBOX_DEVICE_MEMORY").empty() ? " (default: half the RAM, at most 8 GiB)"
-                                                                           : " (GEARBOX_DEVICE_MEMORY)"), ""};
+  if (!cap.ok())
+    return {"FAIL", "device.pool", cap.status().to_string(), std::string(error_info(cap.status().code()).fix)};
+  return {"PASS", "device.pool",
+          "device memory pool capacity " + format_bytes(*cap) +
+              (env("GEARBOX_DEVICE_MEMORY").empty() ? " (default: half the RAM, at most 8 GiB)"
+                                                    : " (GEARBOX_DEVICE_MEMORY)"),
+          ""};
 }
 
 int doctor(const DoctorOptions& o) {
   const Capabilities& caps = devices().front()->capabilities();
   std::vector<Check> checks;
-  checks.push_back({"PASS", "device", "cpu:0 " + caps.model + ", " + std::to_string(caps.logical_cores) + " logical cores", ""});
+  checks.push_back(
+      {"PASS", "device", "cpu:0 " + caps.model + ", " + std::to_string(caps.logical_cores) + " logical cores", ""});
   checks.push_back(check_build_isa(caps));
   checks.push_back(check_fast_isa(caps));
   if (!o.model.empty())
@@ -365,7 +377,8 @@ int doctor(const DoctorOptions& o) {
 
 void add_doctor_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<DoctorOptions>();
-  CLI::App* sub = app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
+  CLI::App* sub =
+      app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
   sub->add_option("model", o->model, "A model (.onnx or .gbm) to check against this machine");
   sub->add_flag("--json", o->json, "Print the checks as JSON");
   sub->add_option("--op-path", o->op_path,

@@ -4,8 +4,7 @@
 namespace gearbox::cli {
 
 Result<SessionOptions> SessionFlags::to_session_options(SessionOptions o) const {
-  if (threads < 0)
-    return make_error(ErrorCode::USAGE, "--threads must be >= 1 (or 0 for the default), not ", threads);
+  if (threads < 0) return make_error(ErrorCode::USAGE, "--threads must be >= 1 (or 0 for the default), not ", threads);
   o.threads = threads;
   if (!engines.empty()) o.engine = engines;
   o.engine_overrides = engine_overrides;

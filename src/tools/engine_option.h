@@ -7,7 +7,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 
@@ -17,13 +16,13 @@
 namespace gearbox::cli {
 
 struct SessionFlags {
-  int threads = 0;                               // --threads (0: GEARBOX_NUM_THREADS, else all cores)
-  std::string engines;                           // --engines cpu.simd,cpu.ref (priority list)
-  std::vector<std::string> engine_overrides;     // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
-  std::vector<std::string> disable_passes;       // --disable-pass NAME (repeatable)
-  std::string fusion_switch;                     // --fusion-switch FILE.json
-  bool no_winograd = false;                      // --no-winograd
-  std::string op_path;                           // --op-path DIR:LIB.so (custom-op plugins)
+  int threads = 0;                            // --threads (0: GEARBOX_NUM_THREADS, else all cores)
+  std::string engines;                        // --engines cpu.simd,cpu.ref (priority list)
+  std::vector<std::string> engine_overrides;  // --engine NODE_OR_OPTYPE=ENGINE (repeatable)
+  std::vector<std::string> disable_passes;    // --disable-pass NAME (repeatable)
+  std::string fusion_switch;                  // --fusion-switch FILE.json
+  bool no_winograd = false;                   // --no-winograd
+  std::string op_path;                        // --op-path DIR:LIB.so (custom-op plugins)
 
   // The options these flags ask for, on top of `base` (a command's own settings such as
   // optimizer.plan_memory). FUSION_SWITCH_INVALID / PASS_UNKNOWN for a bad --fusion-switch file.

@@ -1,6 +1,8 @@
 // `gearbox profile MODEL --output-dir DIR`: runs a model under the executor's profiling hooks
 // and writes trace.json (Chrome trace events), op_summary.csv, memory.csv and report.html,
 // with the advisor's findings also printed on stdout.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -8,16 +10,14 @@
 #include <iostream>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "base/atomic_file.h"
 #include "device/calibration.h"
 #include "device/device.h"
 #include "device/memory_pool.h"
 #include "graph/onnx_importer.h"
 #include "graph/optimizer.h"
-#include "runtime/profiler.h"
 #include "runtime/plan_cache.h"
+#include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
 #include "tools/engine_option.h"
@@ -114,7 +114,8 @@ std::optional<ArenaPlan> arena_plan(const Session& session) {
 
 int profile(const ProfileOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
-    return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+    return report(
+        make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
   SessionOptions base;
   base.optimizer.plan_memory = true;  // memory.csv shows the arena plan next to the pool's use
   auto so = o.session.to_session_options(base);
@@ -127,7 +128,8 @@ int profile(const ProfileOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(o.output_dir, ec);
   if (ec)
-    return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
+    return report(
+        make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
 
   for (int i = 0; i < o.warmup; ++i) {
     auto r = (*session)->run(*feeds);
@@ -173,7 +175,8 @@ int profile(const ProfileOptions& o) {
     std::cout << fmt::format("  {:<28} {:>5} calls {:>10.3f} ms {:>5.1f}%  {:>8.2f} GFLOP/s\n", s.op_type, s.calls,
                              s.total_ms, run_ms > 0 ? 100 * s.total_ms / run_ms : 0, s.gflops_per_s());
   }
-  for (const Finding& f : advise(d)) std::cout << "advisor [" << f.rule << "] " << f.evidence << "\n  fix: " << f.fix << "\n";
+  for (const Finding& f : advise(d))
+    std::cout << "advisor [" << f.rule << "] " << f.evidence << "\n  fix: " << f.fix << "\n";
   std::cout << "wrote " << (dir / "trace.json").string() << ", op_summary.csv, memory.csv, report.html\n";
   if (o.dump.enabled())
     std::cout << "dumped " << dumped << " tensor(s) to " << o.dump.dir << " (see index.json there)\n";

@@ -1,14 +1,14 @@
 // gearbox profile's outputs: summaries, trace, CSVs, advisor and HTML. See profile_report.h.
 #include "tools/profile_report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "kernels/op_descriptor.h"
 #include "runtime/op_cost.h"
@@ -89,7 +89,8 @@ std::vector<OpSummary> summarize(const ProfileData& d) {
   auto sorted = [](std::map<std::string, OpSummary>& m) {
     std::vector<OpSummary> v;
     for (auto& [k, s] : m) v.push_back(s);
-    std::stable_sort(v.begin(), v.end(), [](const OpSummary& a, const OpSummary& b) { return a.total_ms > b.total_ms; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const OpSummary& a, const OpSummary& b) { return a.total_ms > b.total_ms; });
     return v;
   };
   std::vector<OpSummary> out = sorted(by_type);
@@ -108,15 +109,16 @@ std::vector<Finding> advise(const ProfileData& d) {
   // Idle gaps: run time not covered by any main-graph op.
   if (run_ms > 0 && (run_ms - op_ms) / run_ms > 0.10)
     f.push_back({"idle-gaps",
-                 fmt::format("{:.1f}% of the run time ({:.3f} of {:.3f} ms) lies between ops", 100 * (run_ms - op_ms) / run_ms,
-                             run_ms - op_ms, run_ms),
+                 fmt::format("{:.1f}% of the run time ({:.3f} of {:.3f} ms) lies between ops",
+                             100 * (run_ms - op_ms) / run_ms, run_ms - op_ms, run_ms),
                  "Per-op overhead dominates: keep fusion passes on to cut the op count; for small models use fewer "
                  "threads (--threads) so parallel regions cost less than the work they split"});
 
   // Copies and reorders among the top ops.
   for (size_t i = 0; i < types.size() && i < 5; ++i) {
     const OpSummary& s = types[i];
-    if (op_descriptor_qualified(s.op_type).kind != OpKind::DataMovement || op_ms <= 0 || s.total_ms / op_ms < 0.05) continue;
+    if (op_descriptor_qualified(s.op_type).kind != OpKind::DataMovement || op_ms <= 0 || s.total_ms / op_ms < 0.05)
+      continue;
     std::string nodes;
     int listed = 0;
     for (const OpSummary& n : rows)
@@ -125,8 +127,8 @@ std::vector<Finding> advise(const ProfileData& d) {
         ++listed;
       }
     f.push_back({"copies",
-                 fmt::format("{} takes {:.1f}% of op time ({} calls), e.g. nodes {}", s.op_type, 100 * s.total_ms / op_ms,
-                             s.calls, nodes),
+                 fmt::format("{} takes {:.1f}% of op time ({} calls), e.g. nodes {}", s.op_type,
+                             100 * s.total_ms / op_ms, s.calls, nodes),
                  "A layout or engine boundary: keep these nodes on one engine and layout (sink or cancel the "
                  "transposes, avoid casts between ops), or force the neighbours' engine with --engine"});
   }
@@ -149,11 +151,12 @@ std::vector<Finding> advise(const ProfileData& d) {
   size_t peak = 0;
   for (const OpRecord& o : d.ops) peak = std::max(peak, o.pool_bytes_in_use);
   if (d.pool_capacity && *d.pool_capacity > 0 && peak > 0.9 * static_cast<double>(*d.pool_capacity))
-    f.push_back({"memory-peak",
-                 fmt::format("peak tensor memory {} bytes is {:.1f}% of the device pool's {} bytes", peak,
-                             100.0 * static_cast<double>(peak) / static_cast<double>(*d.pool_capacity), *d.pool_capacity),
-                 "Out-of-memory risk: use a smaller or fixed batch, keep memory-planning passes on, or raise "
-                 "GEARBOX_DEVICE_MEMORY"});
+    f.push_back(
+        {"memory-peak",
+         fmt::format("peak tensor memory {} bytes is {:.1f}% of the device pool's {} bytes", peak,
+                     100.0 * static_cast<double>(peak) / static_cast<double>(*d.pool_capacity), *d.pool_capacity),
+         "Out-of-memory risk: use a smaller or fixed batch, keep memory-planning passes on, or raise "
+         "GEARBOX_DEVICE_MEMORY"});
 
   // Fusable patterns left unfused because a pass is off.
   for (const std::string& p : d.unfused_patterns)
@@ -183,21 +186,44 @@ std::string trace_json(const ProfileData& d) {
   for (const RunRecord& r : d.runs) threads.insert(r.thread);
   for (const OpRecord& o : d.ops) threads.insert(o.thread);
   for (uint32_t t : threads)
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", t},
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 0},
+                      {"tid", t},
                       {"args", {{"name", t == 0 ? std::string("main") : "thread " + std::to_string(t)}}}});
   for (const RunRecord& r : d.runs)
-    events.push_back({{"ph", "X"}, {"name", "run " + std::to_string(r.run)}, {"cat", "run"}, {"pid", 0},
-                      {"tid", r.thread}, {"ts", static_cast<double>(r.begin_ns) / 1e3},
-                      {"dur", static_cast<double>(r.end_ns - r.begin_ns) / 1e3}, {"args", {{"run", r.run}}}});
+    events.push_back({{"ph", "X"},
+                      {"name", "run " + std::to_string(r.run)},
+                      {"cat", "run"},
+                      {"pid", 0},
+                      {"tid", r.thread},
+                      {"ts", static_cast<double>(r.begin_ns) / 1e3},
+                      {"dur", static_cast<double>(r.end_ns - r.begin_ns) / 1e3},
+                      {"args", {{"run", r.run}}}});
   for (const OpRecord& o : d.ops) {
-    events.push_back({{"ph", "X"}, {"name", o.node}, {"cat", o.op_type}, {"pid", 0}, {"tid", o.thread},
-                      {"ts", static_cast<double>(o.begin_ns) / 1e3}, {"dur", static_cast<double>(o.end_ns - o.begin_ns) / 1e3},
+    events.push_back({{"ph", "X"},
+                      {"name", o.node},
+                      {"cat", o.op_type},
+                      {"pid", 0},
+                      {"tid", o.thread},
+                      {"ts", static_cast<double>(o.begin_ns) / 1e3},
+                      {"dur", static_cast<double>(o.end_ns - o.begin_ns) / 1e3},
                       {"args",
-                       {{"op_type", o.op_type}, {"engine", o.engine}, {"run", o.run}, {"depth", o.depth},
-                        {"inputs", dims_str(o.input_dims)}, {"outputs", dims_str(o.output_dims)}, {"flops", o.flops},
-                        {"bytes_read", o.bytes_read}, {"bytes_written", o.bytes_written}}}});
-    events.push_back({{"ph", "C"}, {"name", "tensor memory"}, {"pid", 0}, {"tid", o.thread},
-                      {"ts", static_cast<double>(o.end_ns) / 1e3}, {"args", {{"bytes_in_use", o.pool_bytes_in_use}}}});
+                       {{"op_type", o.op_type},
+                        {"engine", o.engine},
+                        {"run", o.run},
+                        {"depth", o.depth},
+                        {"inputs", dims_str(o.input_dims)},
+                        {"outputs", dims_str(o.output_dims)},
+                        {"flops", o.flops},
+                        {"bytes_read", o.bytes_read},
+                        {"bytes_written", o.bytes_written}}}});
+    events.push_back({{"ph", "C"},
+                      {"name", "tensor memory"},
+                      {"pid", 0},
+                      {"tid", o.thread},
+                      {"ts", static_cast<double>(o.end_ns) / 1e3},
+                      {"args", {{"bytes_in_use", o.pool_bytes_in_use}}}});
   }
   json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   return doc.dump(1) + "\n";
@@ -210,7 +236,7 @@ std::string op_summary_csv(const ProfileData& d) {
        "arithmetic_intensity,pct_of_peak,bound\n";
   for (const OpSummary& s : summarize(d)) {
     const double att = attainable_gflops(d.roofline, s.intensity());
-    const std::string bound = d.roofline.ridge() <= 0 ? "unknown"
+    const std::string bound = d.roofline.ridge() <= 0              ? "unknown"
                               : s.intensity() < d.roofline.ridge() ? "memory"
                                                                    : "compute";
     o << csv(s.kind) << ',' << csv(s.name) << ',' << csv(s.op_type) << ',' << csv(s.engine) << ',' << s.calls << ','

@@ -1,12 +1,13 @@
 // `gearbox run MODEL`: runs a model on .npy inputs (or deterministic random ones), writes
 // outputs as .npy and reports latency; `--json` prints exactly one JSON object on stdout.
 // `--timeout SECONDS` gives each run a deadline (RUN_DEADLINE_EXCEEDED, exit 1).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/npy.h"
@@ -28,7 +29,7 @@ struct RunOptions {
   int loop = 1;
   int warmup = 0;
   bool json = false;
-  double timeout = 0;          // --timeout: seconds each run may take
+  double timeout = 0;  // --timeout: seconds each run may take
   bool timeout_given = false;
   SessionFlags session;  // --threads, --engines, --engine, --disable-pass, ...
   DumpOptions dump;      // --dump-tensors, --dump-dir
@@ -48,7 +49,8 @@ std::string preview(const Tensor& t) {
 
 int run(const RunOptions& o) {
   if (o.loop < 1 || o.warmup < 0)
-    return report(make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
+    return report(
+        make_error(ErrorCode::USAGE, "--loop must be >= 1 and --warmup >= 0 (got ", o.loop, " and ", o.warmup, ")"));
   if (o.timeout_given && !(std::isfinite(o.timeout) && o.timeout > 0))
     return report(make_error(ErrorCode::USAGE, "--timeout must be a number of seconds > 0 (got ", o.timeout, ")"));
   auto so = o.session.to_session_options();
@@ -64,8 +66,9 @@ int run(const RunOptions& o) {
   for (int i = 0; i < o.warmup + o.loop; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     gearbox::RunOptions run_options;  // each run gets --timeout seconds from its start
-    if (o.timeout_given) run_options.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                         std::chrono::duration<double>(o.timeout));
+    if (o.timeout_given)
+      run_options.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(o.timeout));
     auto r = (*session)->run(*feeds, run_options);
     auto t1 = std::chrono::steady_clock::now();
     if (!r.ok()) return report(r.status());
@@ -84,7 +87,9 @@ int run(const RunOptions& o) {
   if (!o.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.output_dir, ec);
-    if (ec) return report(make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
+    if (ec)
+      return report(
+          make_error(ErrorCode::FILE_WRITE_FAILED, "cannot create output folder '", o.output_dir, "': ", ec.message()));
   }
   const auto& infos = (*session)->outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -103,12 +108,14 @@ int run(const RunOptions& o) {
   LatencyStats lat = summarize_latency(times);
   const int threads = (*session)->threads();  // what ran: the session's own count
   if (o.json) {
-    nlohmann::json j{{"model", o.model},
-                     {"outputs", out_list},
-                     {"latency_ms", {{"min", lat.min}, {"median", lat.median}, {"mean", lat.mean}, {"p90", lat.p90}, {"max", lat.max}}},
-                     {"loop", o.loop},
-                     {"warmup", o.warmup},
-                     {"threads", threads}};
+    nlohmann::json j{
+        {"model", o.model},
+        {"outputs", out_list},
+        {"latency_ms",
+         {{"min", lat.min}, {"median", lat.median}, {"mean", lat.mean}, {"p90", lat.p90}, {"max", lat.max}}},
+        {"loop", o.loop},
+        {"warmup", o.warmup},
+        {"threads", threads}};
     if (o.dump.enabled()) j["dump"] = {{"dir", o.dump.dir}, {"files", dumped}};
     std::cout << j.dump() << std::endl;
     return 0;
@@ -121,8 +128,9 @@ int run(const RunOptions& o) {
     if (!out_list[i]["file"].is_null()) std::cout << " -> " << out_list[i]["file"].get<std::string>();
     std::cout << "\n";
   }
-  std::cout << fmt::format("latency over {} run(s) after {} warm-up: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms, max {:.3f} ms\n",
-                           o.loop, o.warmup, lat.median, lat.min, lat.p90, lat.max);
+  std::cout << fmt::format(
+      "latency over {} run(s) after {} warm-up: median {:.3f} ms, min {:.3f} ms, p90 {:.3f} ms, max {:.3f} ms\n",
+      o.loop, o.warmup, lat.median, lat.min, lat.p90, lat.max);
   if (o.dump.enabled())
     std::cout << "dumped " << dumped << " tensor(s) to " << o.dump.dir << " (see index.json there)\n";
   return 0;
@@ -142,8 +150,9 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
-  CLI::Option* timeout = sub->add_option(
-      "--timeout", o->timeout, "Stop a run that takes longer than SECONDS (RUN_DEADLINE_EXCEEDED; each warm-up and timed run)");
+  CLI::Option* timeout =
+      sub->add_option("--timeout", o->timeout,
+                      "Stop a run that takes longer than SECONDS (RUN_DEADLINE_EXCEEDED; each warm-up and timed run)");
   add_session_flags(sub, &o->session);
   add_dump_options(sub, &o->dump);
   sub->callback([o, action, timeout] {

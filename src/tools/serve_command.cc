@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <map>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -105,9 +105,11 @@ int serve(const ServeOptions& o) {
     so.auth_token = *token;
   }
   if (!is_loopback(o.host) && so.auth_token.empty())
-    GBX_LOG_WARN("SERVE", "listening on {} without --auth-token-file: anyone who can reach it can run the models", o.host);
+    GBX_LOG_WARN("SERVE", "listening on {} without --auth-token-file: anyone who can reach it can run the models",
+                 o.host);
 
-  if (!std::isfinite(o.request_timeout) || o.request_timeout < 0 || !std::isfinite(o.grace_period) || o.grace_period < 0)
+  if (!std::isfinite(o.request_timeout) || o.request_timeout < 0 || !std::isfinite(o.grace_period) ||
+      o.grace_period < 0)
     return report(make_error(ErrorCode::USAGE, "--request-timeout and --grace-period must be numbers of seconds >= 0"));
   std::map<std::string, double> model_timeouts;  // NAME -> seconds, checked against the models below
   for (const auto& spec : o.model_timeouts) {
@@ -163,7 +165,8 @@ int serve(const ServeOptions& o) {
   serve::Server server(so, std::move(runners), &metrics);
   if (Status st = server.bind(); !st.ok()) return report(st);
   std::cout << "gearbox serve: listening on http://" << o.host << ":" << server.port();
-  if (server.metrics_port() >= 0) std::cout << ", metrics on http://" << o.host << ":" << server.metrics_port() << "/metrics";
+  if (server.metrics_port() >= 0)
+    std::cout << ", metrics on http://" << o.host << ":" << server.metrics_port() << "/metrics";
   std::cout << std::endl;
 
   std::atomic<bool> finished{false};
@@ -176,7 +179,7 @@ int serve(const ServeOptions& o) {
       if (sig > 0 && !signalled) {
         signalled = true;
         grace_end = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                            std::chrono::duration<double>(o.grace_period));
+                                                           std::chrono::duration<double>(o.grace_period));
         GBX_LOG_INFO("SERVE", "signal {}: no new connections; draining requests in flight (grace period {} s)", sig,
                      o.grace_period);
       }

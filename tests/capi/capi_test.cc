@@ -2,12 +2,9 @@
 // computed here by hand, every error path returns its catalogue code with a message,
 // streams and events, and one model executed from 8 threads x 50 runs at once giving the
 // same bytes as sequential runs.
-#include "gearbox/gearbox.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -15,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "gearbox/gearbox.h"
 #include "gearbox/gearbox.hpp"
 #include "graph/onnx_test_models.h"
 

@@ -65,7 +65,11 @@ TEST_F(Gradients, ShapeOps) {
   gradcheck("reshape", [](auto& x) { return reshape(x[0], {4, -1}); }, {leaf({2, 3, 2})});
   gradcheck("transpose", [](auto& x) { return transpose(x[0], {2, 0, 1}); }, {leaf({2, 3, 4})});
   gradcheck("transpose_rev", [](auto& x) { return transpose(x[0], {}); }, {leaf({2, 3})});
-  gradcheck("concat", [](auto& x) { return concat({x[0], x[1], x[2]}, 1); }, {leaf({2, 1}), leaf({2, 3}), leaf({2, 2})});
+  gradcheck("concat",
+            [](auto& x) {
+              return concat({x[0], x[1], x[2]}, 1);
+            },
+            {leaf({2, 1}), leaf({2, 3}), leaf({2, 2})});
   gradcheck("slice", [](auto& x) { return slice(x[0], 1, 1, 3); }, {leaf({2, 4, 3})});
   gradcheck("slice_negative", [](auto& x) { return slice(x[0], -1, -2, 5); }, {leaf({3, 4})});
 }
@@ -73,7 +77,12 @@ TEST_F(Gradients, ShapeOps) {
 TEST_F(Gradients, FlattenAndDropout) {
   gradcheck("flatten", [](auto& x) { return flatten(x[0], 1); }, {leaf({2, 3, 2})});
   // The same seed before every call gives the same mask, so f is a fixed function of x.
-  gradcheck("dropout", [](auto& x) { manual_seed(7); return dropout(x[0], 0.4, true); }, {leaf({4, 5})});
+  gradcheck("dropout",
+            [](auto& x) {
+              manual_seed(7);
+              return dropout(x[0], 0.4, true);
+            },
+            {leaf({4, 5})});
 }
 
 TEST_F(Gradients, DropoutMaskAndScale) {
@@ -110,11 +119,15 @@ TEST_F(Gradients, Composite) {
 }
 
 TEST_F(Gradients, Conv2d) {
-  gradcheck("conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }, {leaf({2, 3, 5, 4}), leaf({4, 3, 3, 2}), leaf({4})});
+  gradcheck("conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); },
+            {leaf({2, 3, 5, 4}), leaf({4, 3, 3, 2}), leaf({4})});
   // Stride 2 on odd sizes (rows the forward never reads), padding, dilation.
   gradcheck("conv2d_strided", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); },
             {leaf({2, 2, 7, 8}), leaf({3, 2, 3, 2}), leaf({3})});
-  gradcheck("conv2d_groups", [](auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2); },
+  gradcheck("conv2d_groups",
+            [](auto& x) {
+              return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2);
+            },
             {leaf({1, 4, 5, 5}), leaf({6, 2, 3, 3})});
   gradcheck("conv2d_depthwise", [](auto& x) { return conv2d(x[0], x[1], x[2], {1}, {1}, {1}, 3); },
             {leaf({2, 3, 4, 4}), leaf({3, 1, 3, 3}), leaf({3})});
@@ -125,7 +138,10 @@ TEST_F(Gradients, Pools) {
   gradcheck("max_pool2d_overlap_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }, {leaf({2, 2, 7, 6})});
   gradcheck("avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }, {leaf({2, 3, 4, 6})});
   gradcheck("avg_pool2d_pad", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}); }, {leaf({2, 2, 7, 6})});
-  gradcheck("avg_pool2d_pad_exclude", [](auto& x) { return avg_pool2d(x[0], {3, 2}, {2, 1}, {1}, false); },
+  gradcheck("avg_pool2d_pad_exclude",
+            [](auto& x) {
+              return avg_pool2d(x[0], {3, 2}, {2, 1}, {1}, false);
+            },
             {leaf({1, 2, 7, 5})});
   gradcheck("adaptive_global", [](auto& x) { return adaptive_avg_pool2d(x[0], {1}); }, {leaf({2, 3, 5, 4})});
   gradcheck("adaptive_uneven", [](auto& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }, {leaf({2, 2, 7, 5})});
@@ -141,7 +157,8 @@ TEST_F(Gradients, Normalizations) {
   Tensor em = random_f64({3}), ev = random_f64({3}, 0.5, 2.0);
   gradcheck("batch_norm_eval", [&](auto& x) { return batch_norm(x[0], em, ev, x[1], x[2], false); },
             {leaf({4, 3, 3, 2}), leaf({3}), leaf({3})});
-  gradcheck("layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); }, {leaf({3, 2, 4}), leaf({4}), leaf({4})});
+  gradcheck("layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); },
+            {leaf({3, 2, 4}), leaf({4}), leaf({4})});
   gradcheck("layer_norm_2d_noaffine", [](auto& x) { return layer_norm(x[0], {3, 4}); }, {leaf({2, 3, 4})});
 }
 
@@ -159,15 +176,39 @@ TEST(Gradcheck, CatchesAWrongGradient) {
   });
   manual_seed(7);
   Tensor x = leaf({1});  // one element: exactly one mismatch
-  EXPECT_NONFATAL_FAILURE(gradcheck("softsign", [](auto& v) { return apply1({"Softsign"}, {v[0]}); }, {x}),
-                          "softsign");
+  EXPECT_NONFATAL_FAILURE(gradcheck("softsign", [](auto& v) { return apply1({"Softsign"}, {v[0]}); }, {x}), "softsign");
 }
 
 TEST(GradientRegistry, EveryRecordedOpHasABuilder) {
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Pow", "Relu", "Sigmoid", "Tanh", "Softmax",
-                         "LogSoftmax", "MatMul", "Gemm", "ReduceSum", "ReduceMean", "Reshape", "Transpose", "Concat",
-                         "Slice", "Expand", "Conv", "MaxPool", "AveragePool",
-                         "GlobalAveragePool", "BatchNormalization", "LayerNormalization", "Gather"})
+  for (const char* op : {"Add",
+                         "Sub",
+                         "Mul",
+                         "Div",
+                         "Neg",
+                         "Exp",
+                         "Log",
+                         "Pow",
+                         "Relu",
+                         "Sigmoid",
+                         "Tanh",
+                         "Softmax",
+                         "LogSoftmax",
+                         "MatMul",
+                         "Gemm",
+                         "ReduceSum",
+                         "ReduceMean",
+                         "Reshape",
+                         "Transpose",
+                         "Concat",
+                         "Slice",
+                         "Expand",
+                         "Conv",
+                         "MaxPool",
+                         "AveragePool",
+                         "GlobalAveragePool",
+                         "BatchNormalization",
+                         "LayerNormalization",
+                         "Gather"})
     EXPECT_NE(GradientRegistry::global().find("", op), nullptr) << op;
   EXPECT_NE(GradientRegistry::global().find("com.gearbox", "Gelu"), nullptr);
 }

@@ -165,7 +165,7 @@ TEST(NnModule, LayerNormPoolsEmbedding) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), "INVALID_ARGUMENT") << e.what();
   }
-  EXPECT_THROW(max_pool2d(img, {3}, {1}, {2}), Error);  // padding over half the kernel
+  EXPECT_THROW(max_pool2d(img, {3}, {1}, {2}), Error);            // padding over half the kernel
   EXPECT_THROW(conv2d(img, Tensor::zeros({1, 2, 3, 3})), Error);  // channel mismatch
   EXPECT_THROW(Conv2d(3, 4, {3}, Conv2dOptions{.groups = 2}), Error);
 }

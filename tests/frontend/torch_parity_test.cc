@@ -57,26 +57,49 @@ const std::map<std::string, OpFn>& ops() {
       {"log_softmax", [](auto& x) { return log_softmax(x[0], -1); }},
       {"matmul_batched", [](auto& x) { return matmul(x[0], x[1]); }},
       {"linear", [](auto& x) { return linear(x[0], x[1], x[2]); }},
-      {"sum_axes", [](auto& x) { return sum(x[0], {0, 2}); }},
+      {"sum_axes",
+       [](auto& x) {
+         return sum(x[0], {0, 2});
+       }},
       {"mean_keep", [](auto& x) { return mean(x[0], {1}, true); }},
-      {"reshape", [](auto& x) { return reshape(x[0], {4, -1}); }},
-      {"transpose", [](auto& x) { return transpose(x[0], {2, 0, 1}); }},
-      {"concat", [](auto& x) { return concat({x[0], x[1]}, 1); }},
+      {"reshape",
+       [](auto& x) {
+         return reshape(x[0], {4, -1});
+       }},
+      {"transpose",
+       [](auto& x) {
+         return transpose(x[0], {2, 0, 1});
+       }},
+      {"concat",
+       [](auto& x) {
+         return concat({x[0], x[1]}, 1);
+       }},
       {"slice", [](auto& x) { return slice(x[0], 1, 1, 3); }},
       {"cross_entropy",
-       [](auto& x) { return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2})); }},
+       [](auto& x) {
+         return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2}));
+       }},
       {"mse_loss", [](auto& x) { return mse_loss(x[0], x[1]); }},
       {"conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }},
       {"conv2d_stride_pad_dilation", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); }},
-      {"conv2d_groups", [](auto& x) { return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2); }},
+      {"conv2d_groups",
+       [](auto& x) {
+         return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2);
+       }},
       {"max_pool2d", [](auto& x) { return max_pool2d(x[0], {2}); }},
       {"max_pool2d_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }},
       {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }},
       {"avg_pool2d_pad", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}); }},
       {"avg_pool2d_pad_exclude", [](auto& x) { return avg_pool2d(x[0], {3}, {2}, {1}, false); }},
       {"adaptive_avg_pool2d_global", [](auto& x) { return adaptive_avg_pool2d(x[0], {1}); }},
-      {"adaptive_avg_pool2d_even", [](auto& x) { return adaptive_avg_pool2d(x[0], {2, 3}); }},
-      {"adaptive_avg_pool2d_uneven", [](auto& x) { return adaptive_avg_pool2d(x[0], {3, 2}); }},
+      {"adaptive_avg_pool2d_even",
+       [](auto& x) {
+         return adaptive_avg_pool2d(x[0], {2, 3});
+       }},
+      {"adaptive_avg_pool2d_uneven",
+       [](auto& x) {
+         return adaptive_avg_pool2d(x[0], {3, 2});
+       }},
       {"batch_norm_train", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
       {"batch_norm_eval",
        [](auto& x) {
@@ -84,9 +107,14 @@ const std::map<std::string, OpFn>& ops() {
                            Tensor::from_vector(std::vector<double>{0.5, 1.0, 1.5}), x[1], x[2], false);
        }},
       {"layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); }},
-      {"layer_norm_2d", [](auto& x) { return layer_norm(x[0], {3, 4}, x[1], x[2]); }},
+      {"layer_norm_2d",
+       [](auto& x) {
+         return layer_norm(x[0], {3, 4}, x[1], x[2]);
+       }},
       {"embedding",
-       [](auto& x) { return embedding(Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2}), x[0]); }},
+       [](auto& x) {
+         return embedding(Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2}), x[0]);
+       }},
   };
   return m;
 }
@@ -272,8 +300,7 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
   std::unique_ptr<Optimizer> opt;
   if (name == "sgd")
     opt = std::make_unique<SGD>(net.parameters(), SGDOptions{.lr = 0.02, .momentum = 0.9, .weight_decay = 1e-4});
-  else
-    opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
+  else opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
   const int64_t batch = 64, batches = x.dim(0) / batch;
   double worst = 0;
   for (size_t s = 0; s < want.size(); ++s) {
@@ -290,10 +317,8 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
   EXPECT_LT(want.back(), want.front() * 0.2) << "the reference run did not train";
   const std::map<std::string, Tensor> final_state = load_state(net, name + "_final_");
   for (const auto& [pname, t] : net.state_dict()) {
-    if (t.dtype() == DType::Int64)
-      EXPECT_EQ(t.to_int64_vector(), final_state.at(pname).to_int64_vector()) << pname;
-    else
-      expect_close(t, final_state.at(pname), 1e-4, 1e-6, name + " " + pname);
+    if (t.dtype() == DType::Int64) EXPECT_EQ(t.to_int64_vector(), final_state.at(pname).to_int64_vector()) << pname;
+    else expect_close(t, final_state.at(pname), 1e-4, 1e-6, name + " " + pname);
   }
 }
 

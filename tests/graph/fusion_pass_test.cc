@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "graph/passes/passes.h"
 #include "graph/pass_test_util.h"
+#include "graph/passes/passes.h"
 
 namespace gearbox::testing {
 namespace {
@@ -123,19 +123,16 @@ Model matmul_gelu(GeluForm form, bool with_bias = true) {
   }
   Value* t = b.op("Add", {inner, c(1.f)});
   Value* y;
-  if (form == GeluForm::ErfHalfThenX)
-    y = b.op("Mul", {b.op("Mul", {t, c(0.5f)}), h});
-  else if (form == GeluForm::ErfHalfXFirst)
-    y = b.op("Mul", {b.op("Mul", {h, c(0.5f)}), t});
-  else
-    y = b.op("Mul", {b.op("Mul", {h, t}), c(0.5f)});
+  if (form == GeluForm::ErfHalfThenX) y = b.op("Mul", {b.op("Mul", {t, c(0.5f)}), h});
+  else if (form == GeluForm::ErfHalfXFirst) y = b.op("Mul", {b.op("Mul", {h, c(0.5f)}), t});
+  else y = b.op("Mul", {b.op("Mul", {h, t}), c(0.5f)});
   b.output(y);
   return b.take();
 }
 
 TEST(GeluFusionPass, AllForms) {
-  for (GeluForm form : {GeluForm::ErfXThenHalf, GeluForm::ErfHalfThenX, GeluForm::ErfHalfXFirst,
-                        GeluForm::ErfMulRsqrt2, GeluForm::Tanh}) {
+  for (GeluForm form : {GeluForm::ErfXThenHalf, GeluForm::ErfHalfThenX, GeluForm::ErfHalfXFirst, GeluForm::ErfMulRsqrt2,
+                        GeluForm::Tanh}) {
     SCOPED_TRACE(static_cast<int>(form));
     OptimizerReport rep;
     std::shared_ptr<Graph> g;
@@ -150,7 +147,8 @@ TEST(GeluFusionPass, AllForms) {
 TEST(GeluFusionPass, WrongConstantIsNotGelu) {
   GraphBuilder b(14);
   Value* x = b.input("x", DType::F32, {4});
-  Value* t = b.op("Add", {b.op("Erf", {b.op("Div", {x, b.constant("c", scalar_f(2.f))})}), b.constant("one", scalar_f(1.f))});
+  Value* t =
+      b.op("Add", {b.op("Erf", {b.op("Div", {x, b.constant("c", scalar_f(2.f))})}), b.constant("one", scalar_f(1.f))});
   b.output(b.op("Mul", {b.op("Mul", {x, t}), b.constant("half", scalar_f(0.5f))}));
   Model m = b.take();
   auto rep = optimize(m, only_passes({"gelu_fusion"}));

@@ -79,7 +79,7 @@ TEST(OnnxNesting, MalformedBytesGiveNoDepthAndNeverCrash) {
   EXPECT_EQ(onnx_graph_nesting_depth(""), 0);  // an empty message: no graph
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {  // a flipped byte: any answer (ASan checks the reads), but
-    std::string b = good;            // each graph level costs at least a tag and a length byte
+    std::string b = good;           // each graph level costs at least a tag and a length byte
     b[rng() % b.size()] = static_cast<char>(rng());
     auto d = onnx_graph_nesting_depth(b);
     if (d) EXPECT_LE(*d, static_cast<int>(b.size() / 2));

@@ -15,8 +15,8 @@
 
 #include "gearbox/plugin.h"
 
-static int32_t twice_shape(const gbx_plugin_node* node, const gbx_plugin_shape* in, int32_t n_in,
-                           gbx_plugin_shape* out, int32_t n_out) {
+static int32_t twice_shape(const gbx_plugin_node* node, const gbx_plugin_shape* in, int32_t n_in, gbx_plugin_shape* out,
+                           int32_t n_out) {
   (void)node;
   (void)n_in;
   (void)n_out;

@@ -43,15 +43,15 @@ static int32_t swiglu_supports(const gbx_plugin_node* node, const gbx_plugin_sha
   return 1;
 }
 
-#define SWIGLU_LOOP(T, EXP)                                             \
-  do {                                                                  \
-    const T* x = (const T*)in[0].data;                                  \
-    T* y = (T*)out[0].data;                                             \
-    for (int64_t r = 0; r < rows; ++r)                                  \
-      for (int64_t j = 0; j < h; ++j) {                                 \
-        const T a = x[r * 2 * h + j], b = x[r * 2 * h + h + j];         \
-        y[r * h + j] = a / ((T)1 + EXP(-(T)beta * a)) * b;              \
-      }                                                                 \
+#define SWIGLU_LOOP(T, EXP)                                     \
+  do {                                                          \
+    const T* x = (const T*)in[0].data;                          \
+    T* y = (T*)out[0].data;                                     \
+    for (int64_t r = 0; r < rows; ++r)                          \
+      for (int64_t j = 0; j < h; ++j) {                         \
+        const T a = x[r * 2 * h + j], b = x[r * 2 * h + h + j]; \
+        y[r * h + j] = a / ((T)1 + EXP(-(T)beta * a)) * b;      \
+      }                                                         \
   } while (0)
 
 static int32_t swiglu_kernel(const gbx_plugin_node* node, const gbx_plugin_tensor* in, int32_t n_in,
@@ -63,10 +63,8 @@ static int32_t swiglu_kernel(const gbx_plugin_node* node, const gbx_plugin_tenso
   const int64_t h = out[0].dims[out[0].rank - 1];
   int64_t rows = 1;
   for (int32_t d = 0; d + 1 < out[0].rank; ++d) rows *= out[0].dims[d];
-  if (in[0].dtype == GBX_PLUGIN_F32)
-    SWIGLU_LOOP(float, expf);
-  else
-    SWIGLU_LOOP(double, exp);
+  if (in[0].dtype == GBX_PLUGIN_F32) SWIGLU_LOOP(float, expf);
+  else SWIGLU_LOOP(double, exp);
   return GBX_PLUGIN_OK;
 }
 
@@ -85,7 +83,18 @@ static const int32_t kFloats[] = {GBX_PLUGIN_F32, GBX_PLUGIN_F64, 0};
 static const int32_t* const kDtypes[] = {kFloats};
 
 static const gbx_plugin_op kOps[] = {{
-    "com.example", "SwiGLU", 1, 0, 1, 1, kDtypes, kDtypes, swiglu_shape, swiglu_supports, swiglu_kernel, swiglu_cost,
+    "com.example",
+    "SwiGLU",
+    1,
+    0,
+    1,
+    1,
+    kDtypes,
+    kDtypes,
+    swiglu_shape,
+    swiglu_supports,
+    swiglu_kernel,
+    swiglu_cost,
 }};
 
 static const gbx_plugin kPlugin = {GBX_PLUGIN_ABI_VERSION, SWIGLU_NAME, "1.2.0", NULL, 1, kOps};

@@ -217,7 +217,8 @@ TEST(Partition, OpNoEngineSupports) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ErrorCode::OP_UNSUPPORTED);
   const std::string& msg = p.status().message();
-  for (const char* part : {"NoSuchOp_0", "operator NoSuchOp", "opset 17", "engines tried (test.part, cpu.ref)", "re-export"})
+  for (const char* part :
+       {"NoSuchOp_0", "operator NoSuchOp", "opset 17", "engines tried (test.part, cpu.ref)", "re-export"})
     EXPECT_NE(msg.find(part), std::string::npos) << part << " not in: " << msg;
 
   // An op another engine (not in the list) has: that engine is the fix.
@@ -334,7 +335,8 @@ TEST(Partition, RegionsOfConvReluConv) {
 }
 
 // Which engine ran each op type, from the profiler's records.
-std::map<std::string, std::set<std::string>> engines_that_ran(const Session& s, const std::map<std::string, Tensor>& feeds,
+std::map<std::string, std::set<std::string>> engines_that_ran(const Session& s,
+                                                              const std::map<std::string, Tensor>& feeds,
                                                               std::vector<Tensor>* out) {
   Profiler prof;
   auto r = s.run(feeds, &prof);

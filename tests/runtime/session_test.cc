@@ -42,10 +42,8 @@ TEST(Session, ValidatesInputs) {
   auto unknown = s->run({{"x", good}, {"y", good}, {"w", good}});
   EXPECT_EQ(unknown.status().code(), ErrorCode::INPUT_UNKNOWN);
   EXPECT_NE(unknown.status().message().find("'x'"), std::string::npos);  // lists the real inputs
-  EXPECT_EQ(s->run({{"x", Tensor(DType::F64, {1, 3})}, {"y", good}}).status().code(),
-            ErrorCode::INPUT_DTYPE_MISMATCH);
-  EXPECT_EQ(s->run({{"x", Tensor(DType::F32, {1, 4})}, {"y", good}}).status().code(),
-            ErrorCode::INPUT_SHAPE_MISMATCH);
+  EXPECT_EQ(s->run({{"x", Tensor(DType::F64, {1, 3})}, {"y", good}}).status().code(), ErrorCode::INPUT_DTYPE_MISMATCH);
+  EXPECT_EQ(s->run({{"x", Tensor(DType::F32, {1, 4})}, {"y", good}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
   EXPECT_EQ(s->run({{"x", Tensor(DType::F32, {3})}, {"y", good}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
 }
 
@@ -83,10 +81,8 @@ TEST(Session, AcceptsOneElementArraysForScalarsAndBack) {
   EXPECT_EQ(v0.dims(), (Dims{}));
   // Not one element, or not rank 1 / rank 0: today's check.
   EXPECT_EQ((*s)->run({{"s", Tensor(DType::F32, {2})}, {"v", v0}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
-  EXPECT_EQ((*s)->run({{"s", Tensor(DType::F32, {1, 1})}, {"v", v0}}).status().code(),
-            ErrorCode::INPUT_SHAPE_MISMATCH);
-  EXPECT_EQ((*s)->run({{"s", s1}, {"v", Tensor(DType::F32, {1, 1})}}).status().code(),
-            ErrorCode::INPUT_SHAPE_MISMATCH);
+  EXPECT_EQ((*s)->run({{"s", Tensor(DType::F32, {1, 1})}, {"v", v0}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
+  EXPECT_EQ((*s)->run({{"s", s1}, {"v", Tensor(DType::F32, {1, 1})}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
   EXPECT_EQ((*s)->run({{"s", s1}, {"v", Tensor(DType::F32, {2})}}).status().code(), ErrorCode::INPUT_SHAPE_MISMATCH);
   EXPECT_EQ((*s)->run({{"s", Tensor(DType::F64, {1})}, {"v", v0}}).status().code(), ErrorCode::INPUT_DTYPE_MISMATCH);
 }

@@ -19,7 +19,8 @@
 
 namespace gbx::nn {
 
-using GradientBuilder = std::function<std::vector<Tensor>(const TapeNode& node, const std::vector<Tensor>& grad_outputs)>;
+using GradientBuilder =
+    std::function<std::vector<Tensor>(const TapeNode& node, const std::vector<Tensor>& grad_outputs)>;
 
 class GradientRegistry {
  public:
@@ -44,4 +45,3 @@ void register_norm_gradients(GradientRegistry& r);
 void register_gather_gradients(GradientRegistry& r);
 
 }  // namespace gbx::nn
-

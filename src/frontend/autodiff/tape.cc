@@ -116,10 +116,10 @@ void Tensor::backward(const Tensor& grad_output) const {
                                        gearbox::describe(v), ": only a one-element tensor has an implicit one"));
     seed = Tensor::full(shape(), 1.0, dtype());
   } else if (seed.shape() != shape()) {
-    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "backward(): grad_output is ",
-                                     seed.describe(), " but the tensor is ", gearbox::describe(v)));
+    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "backward(): grad_output is ", seed.describe(),
+                                     " but the tensor is ", gearbox::describe(v)));
   }
-  NoGradGuard no_grad;  // the backward ops themselves are not recorded
+  NoGradGuard no_grad;    // the backward ops themselves are not recorded
   if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
     impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;
     if (!impl_->post_accumulate_grad_hooks.empty()) run_post_accumulate_grad_hooks(*impl_);

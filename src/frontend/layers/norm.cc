@@ -28,7 +28,8 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return y;
 }
 
-LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps) : shape_(std::move(normalized_shape)), eps_(eps) {
+LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps)
+    : shape_(std::move(normalized_shape)), eps_(eps) {
   bool ok = !shape_.empty() && eps > 0;
   for (int64_t d : shape_) ok = ok && d > 0;
   if (!ok)

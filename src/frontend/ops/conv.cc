@@ -11,8 +11,8 @@ std::vector<int64_t> pair_arg(const std::vector<int64_t>& v, const char* op, con
   std::vector<int64_t> out = v.size() == 1 ? std::vector<int64_t>{v[0], v[0]} : v;
   for (int64_t e : out)
     if (e < min)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, op, ": ", what, " value ", e,
-                                       " must be >= ", min));
+      throw_status(
+          gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, op, ": ", what, " value ", e, " must be >= ", min));
   return out;
 }
 
@@ -28,9 +28,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::ve
   stride = pair_arg(stride, "conv2d", "stride", 1);
   padding = pair_arg(padding, "conv2d", "padding", 0);
   dilation = pair_arg(dilation, "conv2d", "dilation", 1);
-  if (groups < 1 || !weight.defined() || weight.rank() != 4 || x.dim(1) % groups != 0 ||
-      weight.dim(0) % groups != 0 || weight.dim(1) * groups != x.dim(1) ||
-      (bias.defined() && (bias.rank() != 1 || bias.dim(0) != weight.dim(0))))
+  if (groups < 1 || !weight.defined() || weight.rank() != 4 || x.dim(1) % groups != 0 || weight.dim(0) % groups != 0 ||
+      weight.dim(1) * groups != x.dim(1) || (bias.defined() && (bias.rank() != 1 || bias.dim(0) != weight.dim(0))))
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "conv2d: input ", x.describe(), ", weight ",
                                      weight.describe(), ", bias ", bias.describe(), ", groups ", groups,
                                      ": needs weight [C_out, C_in/groups, kH, kW] with C_in and C_out divisible by "

@@ -11,8 +11,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   const int64_t rows = weight.dim(0);
   for (int64_t i : indices.to_int64_vector())
     if (i < 0 || i >= rows)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "embedding: index ", i,
-                                       " is outside the ", rows, " rows [0, ", rows - 1, "]"));
+      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "embedding: index ", i, " is outside the ",
+                                       rows, " rows [0, ", rows - 1, "]"));
   return apply1({"Gather"}, {weight, indices}, {{"axis", gearbox::attr_int(0)}});
 }
 

@@ -9,7 +9,9 @@ namespace gbx::nn {
 namespace {
 
 // Ones or zeros of shape [c] in x's dtype, standing in for an omitted affine parameter.
-Tensor filled(const Tensor& x, std::vector<int64_t> shape, double v) { return Tensor::full(std::move(shape), v, x.dtype()); }
+Tensor filled(const Tensor& x, std::vector<int64_t> shape, double v) {
+  return Tensor::full(std::move(shape), v, x.dtype());
+}
 
 void check_channel_vector(const Tensor& t, int64_t c, const Tensor& x, const char* what) {
   if (t.defined() && (t.rank() != 1 || t.dim(0) != c || t.dtype() != x.dtype()))
@@ -56,8 +58,8 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   if (!batch_stats) return apply1({"BatchNormalization"}, {x, scale, shift, running_mean, running_var}, attrs);
   const int64_t per_channel = c == 0 ? 0 : x.numel() / c;
   if (per_channel < 2)
-    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "batch_norm: input ", x.describe(),
-                                     " has ", per_channel, " value(s) per channel; batch statistics need at least 2"));
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "batch_norm: input ", x.describe(), " has ",
+                                     per_channel, " value(s) per channel; batch statistics need at least 2"));
   // Training mode with momentum 0: ONNX's running outputs (input * momentum + batch * (1 -
   // momentum)) are then exactly the batch mean and (population) variance, which torch's
   // update below needs.
@@ -85,7 +87,8 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "layer_norm: input ", x.describe(),
                                      ", weight ", weight.describe(), ", bias ", bias.describe(),
                                      ": the input's last dims, the weight and the bias must all be the normalized "
-                                     "shape (", normalized_shape.size(), " dims)"));
+                                     "shape (",
+                                     normalized_shape.size(), " dims)"));
   if (!(eps > 0))
     throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "layer_norm: eps ", eps, " must be > 0"));
   const int64_t axis = static_cast<int64_t>(x.rank() - k);

@@ -44,8 +44,7 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double
 double CosineAnnealingLR::next_lr(double current) const {
   const double pi = std::numbers::pi, t = static_cast<double>(t_max_), e = static_cast<double>(last_epoch_);
   if (last_epoch_ == 0) return current;
-  if (step_count_ == 1 && last_epoch_ > 0)
-    return eta_min_ + (base_lr_ - eta_min_) * (1 + std::cos(e * pi / t)) / 2;
+  if (step_count_ == 1 && last_epoch_ > 0) return eta_min_ + (base_lr_ - eta_min_) * (1 + std::cos(e * pi / t)) / 2;
   if (py_mod(last_epoch_ - 1 - t_max_, 2 * t_max_) == 0)
     return current + (base_lr_ - eta_min_) * (1 - std::cos(pi / t)) / 2;
   return (1 + std::cos(pi * e / t)) / (1 + std::cos(pi * (e - 1) / t)) * (current - eta_min_) + eta_min_;
@@ -61,9 +60,9 @@ LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
 double LinearLR::next_lr(double current) const {
   if (last_epoch_ == 0) return current * start_factor_;
   if (last_epoch_ > total_iters_) return current;
-  return current * (1. + (end_factor_ - start_factor_) /
-                             (static_cast<double>(total_iters_) * start_factor_ +
-                              static_cast<double>(last_epoch_ - 1) * (end_factor_ - start_factor_)));
+  return current *
+         (1. + (end_factor_ - start_factor_) / (static_cast<double>(total_iters_) * start_factor_ +
+                                                static_cast<double>(last_epoch_ - 1) * (end_factor_ - start_factor_)));
 }
 
 }  // namespace gbx::nn

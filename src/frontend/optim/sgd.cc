@@ -7,7 +7,8 @@
 namespace gbx::nn {
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params)), opt_(options) {
-  if (opt_.lr < 0 || opt_.momentum < 0 || opt_.weight_decay < 0 || (opt_.nesterov && (opt_.momentum <= 0 || opt_.dampening != 0)))
+  if (opt_.lr < 0 || opt_.momentum < 0 || opt_.weight_decay < 0 ||
+      (opt_.nesterov && (opt_.momentum <= 0 || opt_.dampening != 0)))
     throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "SGD: lr ", opt_.lr, ", momentum ",
                                      opt_.momentum, ", weight_decay ", opt_.weight_decay,
                                      ": need non-negative values, and nesterov needs momentum > 0 and dampening 0"));

@@ -78,7 +78,8 @@ Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx) {
     std::vector<Node*> nodes{rm1, sub, pow, rm2, add_eps, sqrt, div, mul, add};
     if (any_dead(nodes, dead)) continue;
     AttributeMap attrs{{"axis", attr_int(-1)}, {"epsilon", attr_float(static_cast<float>(*eps))}};
-    replace_with_fused(ctx, g, nodes, add, "LayerNormalization", {x, gamma, beta}, add->outputs[0], std::move(attrs), dead);
+    replace_with_fused(ctx, g, nodes, add, "LayerNormalization", {x, gamma, beta}, add->outputs[0], std::move(attrs),
+                       dead);
     ++matches;
   }
   erase_nodes(g, dead);
@@ -92,16 +93,14 @@ Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx) {
   for (auto& n : g.nodes) order.push_back(n.get());
   int matches = 0;
   for (Node* ln : order) {
-    if (ln->op_type != "LayerNormalization" || ln->domain != kGearboxDomain || ln->inputs.size() != 3 ||
-        dead.count(ln))
+    if (ln->op_type != "LayerNormalization" || ln->domain != kGearboxDomain || ln->inputs.size() != 3 || dead.count(ln))
       continue;
     Node* add = producer_op(idx, ln->inputs[0], "Add");
     if (!add || idx.sole_consumer(ln->inputs[0]) != ln || add->inputs.size() != 2 || dead.count(add)) continue;
     // A residual sum of two activations, not a bias add.
     if (is_const(add->inputs[0]) || is_const(add->inputs[1])) continue;
     replace_with_fused(ctx, g, {add, ln}, ln, "SkipLayerNormalization",
-                       {add->inputs[0], add->inputs[1], ln->inputs[1], ln->inputs[2]}, ln->outputs[0], ln->attrs,
-                       dead);
+                       {add->inputs[0], add->inputs[1], ln->inputs[1], ln->inputs[2]}, ln->outputs[0], ln->attrs, dead);
     ++matches;
   }
   erase_nodes(g, dead);

@@ -23,8 +23,10 @@ void register_conv_gradients(GradientRegistry& r) {
     const Tensor &x = n.inputs[0], &w = n.inputs[1];
     if (!g[0].defined()) return {};
     if (x.rank() != 4)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "the Conv gradient handles 2-D "
-                                       "convolutions only; this one has input ", x.describe()));
+      throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED,
+                                       "the Conv gradient handles 2-D "
+                                       "convolutions only; this one has input ",
+                                       x.describe()));
     const std::vector<int64_t> s = ints_or(n, "strides", {1, 1}), d = ints_or(n, "dilations", {1, 1}),
                                p = ints_or(n, "pads", {0, 0, 0, 0});
     auto it = n.attrs.find("group");

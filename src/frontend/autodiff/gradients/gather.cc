@@ -15,9 +15,10 @@ void register_gather_gradients(GradientRegistry& r) {
     // Rows of the data: [n_ids, row...]; ids as ScatterND's [n_ids, 1] index tuples.
     std::vector<int64_t> rows{ids.numel()};
     rows.insert(rows.end(), data.shape().begin() + 1, data.shape().end());
-    return {apply1({"ScatterND"}, {Tensor::zeros(data.shape(), data.dtype()), reshape(ids, {-1, 1}), reshape(g[0], rows)},
-                   {{"reduction", gearbox::attr_string("add")}}),
-            Tensor()};
+    return {
+        apply1({"ScatterND"}, {Tensor::zeros(data.shape(), data.dtype()), reshape(ids, {-1, 1}), reshape(g[0], rows)},
+               {{"reduction", gearbox::attr_string("add")}}),
+        Tensor()};
   });
 }
 

@@ -35,8 +35,7 @@ Tensor divisors(const TapeNode& n, const Tensor& x, const Tensor& y) {
         const int64_t min = padded ? -p[a] : 0, max = padded ? x.dim(2 + a) + p[a + 2] : x.dim(2 + a);
         return std::max<int64_t>(0, std::min(hi, max) - std::max(lo, min));
       };
-      div[static_cast<size_t>(i * wo + j)] =
-          static_cast<double>(extent(i, 0, include_pad) * extent(j, 1, include_pad));
+      div[static_cast<size_t>(i * wo + j)] = static_cast<double>(extent(i, 0, include_pad) * extent(j, 1, include_pad));
     }
   Tensor t = Tensor::from_vector(div, {1, 1, ho, wo});
   return x.dtype() == DType::Float32 ? Tensor::from_vector(t.to_float_vector(), {1, 1, ho, wo}) : t;
@@ -48,7 +47,8 @@ void register_pool_gradients(GradientRegistry& r) {
     if (!g[0].defined()) return {};
     const Tensor& x = n.inputs[0];
     if (n.outputs.size() < 2)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INTERNAL, "MaxPool was recorded without its Indices output"));
+      throw_status(
+          gearbox::make_error(gearbox::ErrorCode::INTERNAL, "MaxPool was recorded without its Indices output"));
     Tensor flat = apply1({"ScatterElements"},
                          {Tensor::zeros({x.numel()}, x.dtype()), reshape(n.outputs[1], {-1}), reshape(g[0], {-1})},
                          {{"axis", gearbox::attr_int(0)}, {"reduction", gearbox::attr_string("add")}});
@@ -58,7 +58,8 @@ void register_pool_gradients(GradientRegistry& r) {
     const Tensor& x = n.inputs[0];
     if (x.rank() != 4)
       throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED,
-                                       "the AveragePool gradient handles 2-D pools only; this input is ", x.describe()));
+                                       "the AveragePool gradient handles 2-D pools only; this input is ",
+                                       x.describe()));
     auto ceil = n.attrs.find("ceil_mode");
     if (ceil != n.attrs.end() && ceil->second.i != 0)
       throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED,

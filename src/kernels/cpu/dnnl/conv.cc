@@ -34,9 +34,9 @@
 
 #include "base/buffer_version.h"
 #include "base/logging.h"
-#include "kernels/kernel_options.h"
 #include "kernels/cpu/dnnl/dnnl_util.h"
 #include "kernels/cpu/ref/nn_util.h"
+#include "kernels/kernel_options.h"
 #include "kernels/supports_util.h"
 
 namespace gearbox::dnnl_engine {
@@ -62,8 +62,8 @@ bool winograd_enabled() { return current_kernel_options().conv_winograd; }
 bool winograd_candidate(int64_t group, int64_t c, int64_t m, const std::vector<int64_t>& kernel,
                         const ref::nn::Window& win) {
   return group == 1 && c >= 64 && m >= 64 && kernel == std::vector<int64_t>{3, 3} &&
-         win.strides == std::vector<int64_t>{1, 1} && win.dilations == std::vector<int64_t>{1, 1} &&
-         win.out[0] >= 7 && win.out[1] >= 7;
+         win.strides == std::vector<int64_t>{1, 1} && win.dilations == std::vector<int64_t>{1, 1} && win.out[0] >= 7 &&
+         win.out[1] >= 7;
 }
 
 std::string join(const std::vector<int64_t>& v) {
@@ -245,8 +245,8 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       }
     }
   }
-  if (std::string why = conv_refusal(ctx, layout, x.dims(), w.dims(), b_in ? &b_in->dims() : nullptr,
-                                     z_in ? &z_in->dims() : nullptr);
+  if (std::string why =
+          conv_refusal(ctx, layout, x.dims(), w.dims(), b_in ? &b_in->dims() : nullptr, z_in ? &z_in->dims() : nullptr);
       !why.empty())
     return outside_supports(ctx, why);
   const int64_t group = ctx.attr_int("group", 1);
@@ -278,10 +278,9 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled();
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
   const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
-                          to_string(xin.dims()) + to_string(w.dims()) +
-                          "g" + std::to_string(group) + "s" +
-                          join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) + join(win.pad_end) +
-                          (b ? "b" : "") + (z ? "z" : "") + act_sig;
+                          to_string(xin.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
+                          join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) +
+                          join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
   try {
     auto p = cached<ConvPrim>(key, [&] {
       auto cp = std::make_shared<ConvPrim>();
@@ -310,9 +309,9 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       // primitive never share scratch memory.
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       auto make_pd = [&](dnnl::algorithm algo, const memory::desc& src, const memory::desc& dst) {
-        auto desc = b ? dnnl::convolution_forward::desc(prop, algo, src, wei_any, cp->bias_plain, dst, strides, dil,
-                                                        pl, pr)
-                      : dnnl::convolution_forward::desc(prop, algo, src, wei_any, dst, strides, dil, pl, pr);
+        auto desc =
+            b ? dnnl::convolution_forward::desc(prop, algo, src, wei_any, cp->bias_plain, dst, strides, dil, pl, pr)
+              : dnnl::convolution_forward::desc(prop, algo, src, wei_any, dst, strides, dil, pl, pr);
         return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
       };
       dnnl::convolution_forward::primitive_desc pd;
@@ -381,8 +380,9 @@ bool winograd_available() {
     const memory::desc wei({64, 64, 3, 3}, f32, memory::format_tag::any);
     const memory::desc dst({1, 64, 14, 14}, f32, memory::format_tag::any);
     try {
-      const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd,
-                                                 src, wei, dst, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+      const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_winograd, src, wei, dst, {1, 1}, {0, 0},
+                                                 {1, 1}, {1, 1});
       dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
       return true;
     } catch (const dnnl::error&) {
@@ -397,9 +397,11 @@ int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 namespace {
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32}, conv});
-GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<false, Layout::Nchw>});
+GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+                          .supports = conv_supports<false, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
-GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_supports<true, Layout::Nchw>});
+GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+                                .supports = conv_supports<true, Layout::Nchw>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
 GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
                                .layouts = {TensorLayout::Nhwc},

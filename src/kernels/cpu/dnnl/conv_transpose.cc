@@ -118,7 +118,8 @@ Status conv_transpose(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "ConvTranspose", 1, 18, kEngineDnnl, {DType::F32}, conv_transpose});
-GBX_KERNEL_SUPPORT(conv_transpose, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_transpose_supports});
+GBX_KERNEL_SUPPORT(conv_transpose,
+                   {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = conv_transpose_supports});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -7,8 +7,9 @@
 // a sum post-op over a destination pre-filled with C broadcast to (M, N). All layouts are
 // plain row-major (B is read in place). Anything else (1-D operands, other dtypes, shapes
 // that do not match, which the reference reports with its error) is refused by
-// matmul_family_supports / gemm_family_supports (supports_util.h), so the node runs on the next engine of the list. com.gearbox FusedMatMul (bias [N] as a binary_add
-// post-op) and FusedGemm add the fused activation as eltwise post-ops (dnnl_util.h).
+// matmul_family_supports / gemm_family_supports (supports_util.h), so the node runs on the next engine of the list.
+// com.gearbox FusedMatMul (bias [N] as a binary_add post-op) and FusedGemm add the fused activation as eltwise post-ops
+// (dnnl_util.h).
 //
 // MatMul/FusedMatMul with a constant B (an initializer: the weights of a linear layer) whose
 // batch dims are all 1 let oneDNN choose B's layout (format any: a blocked layout its brgemm
@@ -121,8 +122,8 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     auto p = cached<MatMulPrim>(key, [&] {
       dnnl::primitive_attr attr;
       if (fused) attr.set_post_ops(po);
-      const memory::desc b_md = packed_b ? memory::desc(to_dims(bd), memory::data_type::f32, memory::format_tag::any)
-                                         : plain_md(to_dims(bd));
+      const memory::desc b_md =
+          packed_b ? memory::desc(to_dims(bd), memory::data_type::f32, memory::format_tag::any) : plain_md(to_dims(bd));
       auto mp = make_matmul(plain_md(to_dims(ad)), b_md, plain_md(to_dims(cd)), attr);
       if (bias) {
         memory::dims bdims(r, 1);
@@ -192,13 +193,17 @@ Status gemm(KernelContext& ctx) { return gemm_impl(ctx, false); }
 Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineDnnl, {DType::F32}, matmul});
-GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}},
+                            .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineDnnl, {DType::F32}, gemm});
-GBX_KERNEL_SUPPORT(gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                          .supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
-GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                                  .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedGemm", 1, 1, kEngineDnnl, {DType::F32}, fused_gemm});
-GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<true, has_dnnl_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                                .supports = gemm_family_supports<true, has_dnnl_activation, gemm_refusal>});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -70,8 +70,7 @@ std::string pool_plan(const KernelContext& attrs, const Dims& x, ref::nn::Window
       if (storage_order != 0 && storage_order != 1) return "storage_order is not 0 or 1";  // its error
     } else {
       const bool include_pad = attrs.attr_int("count_include_pad", 0) != 0;
-      alg = include_pad ? dnnl::algorithm::pooling_avg_include_padding
-                        : dnnl::algorithm::pooling_avg_exclude_padding;
+      alg = include_pad ? dnnl::algorithm::pooling_avg_include_padding : dnnl::algorithm::pooling_avg_exclude_padding;
     }
     for (size_t i = 0; i < 2; ++i) {
       // A window wholly inside the padding: the reference's -inf / 0 results are its own.
@@ -118,9 +117,9 @@ Status pool(KernelContext& ctx) {
   const Dims yl{xl[0], xl[1], win.out[0], win.out[1]};
   const Dims ydims = kNhwc ? Dims{xl[0], win.out[0], win.out[1], xl[1]} : yl;
 
-  const std::string key = std::string(kNhwc ? "pool_nhwc|" : "pool|") + std::to_string(static_cast<int>(alg)) + to_string(x.dims()) + "k" +
-                          join(win.kernel) + "s" + join(win.strides) + "d" + join(win.dilations) + "p" +
-                          join(win.pad_begin) + join(win.pad_end);
+  const std::string key = std::string(kNhwc ? "pool_nhwc|" : "pool|") + std::to_string(static_cast<int>(alg)) +
+                          to_string(x.dims()) + "k" + join(win.kernel) + "s" + join(win.strides) + "d" +
+                          join(win.dilations) + "p" + join(win.pad_begin) + join(win.pad_end);
   try {
     auto p = cached<PoolPrim>(key, [&] {
       auto pp = std::make_shared<PoolPrim>();
@@ -162,7 +161,8 @@ GBX_KERNEL_SUPPORT(pool<Kind::Average>, {.supports = pool_supports<Kind::Average
 GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
 GBX_KERNEL_SUPPORT(pool<Kind::GlobalAverage>, {.supports = pool_supports<Kind::GlobalAverage>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcMaxPool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Max, true>});
-GBX_KERNEL_SUPPORT((pool<Kind::Max, true>), {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Max, true>});
+GBX_KERNEL_SUPPORT((pool<Kind::Max, true>),
+                   {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Max, true>});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcAveragePool", 1, 1, kEngineDnnl, {DType::F32}, pool<Kind::Average, true>});
 GBX_KERNEL_SUPPORT((pool<Kind::Average, true>),
                    {.layouts = {TensorLayout::Nhwc}, .supports = pool_supports<Kind::Average, true>});

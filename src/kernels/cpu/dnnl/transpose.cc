@@ -28,11 +28,20 @@ struct TransposePrim {
 
 bool dnnl_dtype(DType t, memory::data_type* out) {
   switch (t) {
-    case DType::F32: *out = memory::data_type::f32; return true;
-    case DType::I32: *out = memory::data_type::s32; return true;
-    case DType::I8: *out = memory::data_type::s8; return true;
-    case DType::U8: *out = memory::data_type::u8; return true;
-    default: return false;
+    case DType::F32:
+      *out = memory::data_type::f32;
+      return true;
+    case DType::I32:
+      *out = memory::data_type::s32;
+      return true;
+    case DType::I8:
+      *out = memory::data_type::s8;
+      return true;
+    case DType::U8:
+      *out = memory::data_type::u8;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -108,8 +117,8 @@ Status transpose(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "Transpose", 1, 18, kEngineDnnl, {}, transpose});
-GBX_KERNEL_SUPPORT(transpose, {.inputs = {{DType::F32, DType::I32, DType::I8, DType::U8}},
-                               .supports = transpose_supports});
+GBX_KERNEL_SUPPORT(transpose,
+                   {.inputs = {{DType::F32, DType::I32, DType::I8, DType::U8}}, .supports = transpose_supports});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -7,9 +7,9 @@ namespace gearbox::ref {
 namespace {
 
 template <bool kMax>
-Status arg_minmax(KernelContext &ctx) {
+Status arg_minmax(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "needs rank >= 1, got ", describe(x));
   GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
@@ -18,22 +18,20 @@ Status arg_minmax(KernelContext &ctx) {
   const int64_t n = x.dim(size_t(axis));
   if (n == 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "cannot reduce empty axis ", axis, " of ", describe(x));
   Dims out = x.dims();
-  if (keepdims)
-    out[size_t(axis)] = 1;
-  else
-    out.erase(out.begin() + axis);
+  if (keepdims) out[size_t(axis)] = 1;
+  else out.erase(out.begin() + axis);
   GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, DType::I64, out));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(size_t(d));
   for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(size_t(d));
-  int64_t *o = y.data<int64_t>();
+  int64_t* o = y.data<int64_t>();
   const bool ok = visit_numeric(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    const T *p = x.data<T>();
+    const T* p = x.data<T>();
     for (int64_t a = 0; a < outer; ++a)
       for (int64_t i = 0; i < inner; ++i) {
-        const T *base = p + a * n * inner + i;
+        const T* base = p + a * n * inner + i;
         C best = static_cast<C>(base[0]);
         int64_t bi = 0;
         for (int64_t k = 1; k < n; ++k) {

@@ -85,10 +85,8 @@ Status batch_norm(KernelContext& ctx) {
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
   std::vector<double> batch_mean, batch_var;
   if (training) {
-    if (dt == DType::F32)
-      channel_stats<float>(x.data<float>(), n, c, plane, batch_mean, batch_var);
-    else
-      channel_stats<double>(x.data<double>(), n, c, plane, batch_mean, batch_var);
+    if (dt == DType::F32) channel_stats<float>(x.data<float>(), n, c, plane, batch_mean, batch_var);
+    else channel_stats<double>(x.data<double>(), n, c, plane, batch_mean, batch_var);
   }
   const std::vector<double>& use_mean = training ? batch_mean : mean;
   const std::vector<double>& use_var = training ? batch_var : var;
@@ -97,10 +95,8 @@ Status batch_norm(KernelContext& ctx) {
     a[i] = scale[i] / std::sqrt(use_var[i] + eps);
     b[i] = bias[i] - use_mean[i] * a[i];
   }
-  if (dt == DType::F32)
-    apply_affine<float>(x.data<float>(), y.data<float>(), n, c, plane, a, b);
-  else
-    apply_affine<double>(x.data<double>(), y.data<double>(), n, c, plane, a, b);
+  if (dt == DType::F32) apply_affine<float>(x.data<float>(), y.data<float>(), n, c, plane, a, b);
+  else apply_affine<double>(x.data<double>(), y.data<double>(), n, c, plane, a, b);
   ctx.set_output(0, std::move(y));
   if (training) {
     // running = input * momentum + batch * (1 - momentum), in the dtype of input_mean/var.

@@ -120,8 +120,8 @@ Status cast_to(KernelContext& ctx, const Tensor& x, DType to) {
         D* out = y.data<D>();
         for (int64_t i = 0; i < n; ++i) {
           if (!parse_value(in[i], &out[i])) {
-            st = ctx.error(ErrorCode::INVALID_ARGUMENT, "cannot cast string \"", in[i], "\" (element ", i,
-                           ") to ", dtype_name(to));
+            st = ctx.error(ErrorCode::INVALID_ARGUMENT, "cannot cast string \"", in[i], "\" (element ", i, ") to ",
+                           dtype_name(to));
             return;
           }
         }
@@ -150,13 +150,14 @@ Status cast_op(KernelContext& ctx) {
   if (ctx.opset() < 6) {
     // Cast-1..5 name the type as a string: TensorProto.DataType's enum name.
     static constexpr std::pair<std::string_view, int64_t> kNames[] = {
-        {"FLOAT", 1}, {"UINT8", 2}, {"INT8", 3},     {"UINT16", 4},  {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
-        {"STRING", 8}, {"BOOL", 9}, {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
+        {"FLOAT", 1},  {"UINT8", 2}, {"INT8", 3},     {"UINT16", 4},  {"INT16", 5},   {"INT32", 6},  {"INT64", 7},
+        {"STRING", 8}, {"BOOL", 9},  {"FLOAT16", 10}, {"DOUBLE", 11}, {"UINT32", 12}, {"UINT64", 13}};
     const std::string name = ctx.attr_string("to", "");
     to = 0;
     for (const auto& [n, v] : kNames)
       if (n == name) to = v;
-    if (to == 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Cast-", ctx.opset(), ": 'to' names no type: '", name, "'");
+    if (to == 0)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "Cast-", ctx.opset(), ": 'to' names no type: '", name, "'");
   }
   if (to <= 0 || to > 64 || !dtype_is_known(static_cast<int32_t>(to)))
     return ctx.error(ErrorCode::DTYPE_UNSUPPORTED, "cannot cast to ONNX element type ", to);

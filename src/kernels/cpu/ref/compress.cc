@@ -6,11 +6,11 @@
 namespace gearbox::ref {
 namespace {
 
-Status compress(KernelContext &ctx) {
+Status compress(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x0 = ctx.input(0);
-  const Tensor &cond = ctx.input(1);
+  const Tensor& x0 = ctx.input(0);
+  const Tensor& cond = ctx.input(1);
   if (cond.dtype() != DType::Bool || cond.rank() != 1)
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "condition must be a 1-d bool tensor, got ", describe(cond));
   Tensor x = x0;
@@ -21,7 +21,7 @@ Status compress(KernelContext &ctx) {
     x = x0.reshaped({x0.numel()});
   }
   const int64_t dim = x.dim(size_t(axis));
-  const bool *c = cond.data<bool>();
+  const bool* c = cond.data<bool>();
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < cond.numel(); ++i) {
     if (!c[i]) continue;

@@ -6,10 +6,10 @@
 namespace gearbox::ref {
 namespace {
 
-Status concat(KernelContext &ctx) {
+Status concat(KernelContext& ctx) {
   if (ctx.num_inputs() == 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Concat needs at least one input");
   for (size_t i = 0; i < ctx.num_inputs(); ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const Tensor &first = ctx.input(0);
+  const Tensor& first = ctx.input(0);
   const int64_t rank = int64_t(first.rank());
   // Concat-1..3 default the axis to 1; from 4 it is required.
   if (!ctx.has_attr("axis") && ctx.opset() >= 4)
@@ -19,7 +19,7 @@ Status concat(KernelContext &ctx) {
   Dims out = first.dims();
   out[size_t(axis)] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor &t = ctx.input(i);
+    const Tensor& t = ctx.input(i);
     if (t.dtype() != first.dtype())
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " is ", describe(t), " but input 0 is ",
                        describe(first));
@@ -38,7 +38,7 @@ Status concat(KernelContext &ctx) {
   const int64_t out_row = out[size_t(axis)] * inner;
   int64_t col = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor &t = ctx.input(i);
+    const Tensor& t = ctx.input(i);
     const int64_t run = t.dim(size_t(axis)) * inner;
     if (run > 0) {
       const ElemCopier cp(t, y);
@@ -50,9 +50,9 @@ Status concat(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status split(KernelContext &ctx) {
+Status split(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
   const int64_t dim = x.dim(size_t(axis));

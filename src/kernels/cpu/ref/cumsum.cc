@@ -6,9 +6,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status cumsum(KernelContext &ctx) {
+Status cumsum(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(int64_t axis_raw, read_int_scalar(ctx, 1, "axis"));
   const int64_t rank = int64_t(x.rank());
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "CumSum needs rank >= 1, got ", describe(x));
@@ -24,8 +24,8 @@ Status cumsum(KernelContext &ctx) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       using Acc = std::conditional_t<std::is_integral_v<compute_t<T>>, T, double>;
-      const T *in = x.data<T>();
-      T *out = y.data<T>();
+      const T* in = x.data<T>();
+      T* out = y.data<T>();
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           Acc acc = Acc(0);

@@ -8,8 +8,8 @@ namespace {
 
 // Copies x viewed as `view` dims, permuted by perm, into a new tensor of dims
 // `out`.
-Status permuted_copy(KernelContext &ctx, const Tensor &x, const Dims &view, const std::vector<int64_t> &perm,
-                     const Dims &out) {
+Status permuted_copy(KernelContext& ctx, const Tensor& x, const Dims& view, const std::vector<int64_t>& perm,
+                     const Dims& out) {
   const auto vs = strides_of(view);
   Dims pd;
   std::vector<int64_t> ps;
@@ -23,9 +23,9 @@ Status permuted_copy(KernelContext &ctx, const Tensor &x, const Dims &view, cons
   return Status::OK();
 }
 
-Status depth_to_space(KernelContext &ctx) {
+Status depth_to_space(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t b = ctx.attr_int("blocksize", 0);
   if (x.rank() != 4) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must be 4-d, got ", describe(x));
   if (b <= 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "blocksize must be positive, got ", b);
@@ -40,9 +40,9 @@ Status depth_to_space(KernelContext &ctx) {
   return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be DCR or CRD, got '", mode, "'");
 }
 
-Status space_to_depth(KernelContext &ctx) {
+Status space_to_depth(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t b = ctx.attr_int("blocksize", 0);
   if (x.rank() != 4) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must be 4-d, got ", describe(x));
   if (b <= 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "blocksize must be positive, got ", b);

@@ -52,7 +52,8 @@ Status dft(KernelContext& ctx) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
     GBX_ASSIGN_OR_RETURN(std::vector<int64_t> l, read_ints(ctx, ctx.input(1)));
     if (l.size() != 1 || l[0] <= 0)
-      return ctx.error(ErrorCode::INVALID_ARGUMENT, "dft_length must be a positive scalar, got ", describe(ctx.input(1)));
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "dft_length must be a positive scalar, got ",
+                       describe(ctx.input(1)));
     L = l[0];
   }
   const bool inverse = ctx.attr_int("inverse", 0) != 0, onesided = ctx.attr_int("onesided", 0) != 0;

@@ -56,7 +56,8 @@ Result<std::vector<int>> expand(const KernelContext& ctx, const Term& t, int64_t
 
 Status einsum(KernelContext& ctx) {
   std::string eq;
-  for (char c : ctx.attr_string("equation", "")) if (c != ' ') eq += c;
+  for (char c : ctx.attr_string("equation", ""))
+    if (c != ' ') eq += c;
   if (eq.empty()) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "attribute equation is required");
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
@@ -68,8 +69,8 @@ Status einsum(KernelContext& ctx) {
     start = comma + 1;
   }
   if (terms.size() != ctx.num_inputs())
-    return ctx.error(ErrorCode::INVALID_ARGUMENT, "equation '", eq, "' has ", terms.size(), " operands but the node has ",
-                     ctx.num_inputs(), " inputs");
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "equation '", eq, "' has ", terms.size(),
+                     " operands but the node has ", ctx.num_inputs(), " inputs");
   std::vector<Term> parsed;
   int64_t ell_rank = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
@@ -105,7 +106,8 @@ Status einsum(KernelContext& ctx) {
       if (l == -1) {
         for (int64_t k = 0; k < ell_rank; ++k) out_labels.push_back(kEllipsisBase + static_cast<int>(k));
       } else {
-        if (!size.count(l)) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "output label '", char(l), "' is not an input label");
+        if (!size.count(l))
+          return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "output label '", char(l), "' is not an input label");
         out_labels.push_back(l);
       }
     }
@@ -163,7 +165,11 @@ Status einsum(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Einsum", 12, 18, kEngineRef,
+GBX_REGISTER_KERNEL({"",
+                     "Einsum",
+                     12,
+                     18,
+                     kEngineRef,
                      {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U32, DType::U64},
                      einsum});
 

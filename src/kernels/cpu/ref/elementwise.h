@@ -31,13 +31,13 @@ inline constexpr bool is_float_v = std::is_floating_point_v<compute_t<T>>;
 // Dtype domains of the ONNX type constraints, checked at compile time so that a kernel's
 // body is only instantiated for the types it supports.
 enum class Dom {
-  Float,         // float16, bfloat16, float, double
-  FloatSigned,   // Float + int8..int64
-  NumericNoBool, // Float + all integers
-  Numeric,       // NumericNoBool + bool
-  Bool,          // bool only
-  Unsigned,      // uint8..uint64
-  Integer,       // int8..int64 and uint8..uint64
+  Float,          // float16, bfloat16, float, double
+  FloatSigned,    // Float + int8..int64
+  NumericNoBool,  // Float + all integers
+  Numeric,        // NumericNoBool + bool
+  Bool,           // bool only
+  Unsigned,       // uint8..uint64
+  Integer,        // int8..int64 and uint8..uint64
 };
 template <Dom D, typename T>
 constexpr bool in_dom() {
@@ -208,8 +208,8 @@ void binary_apply(const TA* a, const TB* b, TO* o, const BroadcastPlan<2>& p, F 
 
 // Broadcasts a and b, allocates the output (checked: a broadcast of two legal tensors can
 // still be absurdly large) and builds the plan.
-inline Status prepare_binary(const KernelContext& ctx, const Tensor& a, const Tensor& b, DType out_dtype,
-                             Tensor* out, BroadcastPlan<2>* plan) {
+inline Status prepare_binary(const KernelContext& ctx, const Tensor& a, const Tensor& b, DType out_dtype, Tensor* out,
+                             BroadcastPlan<2>* plan) {
   GBX_ASSIGN_OR_RETURN(Dims dims, broadcast_shapes(ctx, {a.dims(), b.dims()}));
   auto t = Tensor::allocate(out_dtype, dims);
   if (!t.ok()) return t.status().with_context(ctx.node_prefix());
@@ -257,7 +257,9 @@ inline Status dtype_mismatch(const KernelContext& ctx, const char* what, DType a
 // computing a non-empty output and may reject values (integer division by zero).
 struct NoCheck {
   template <typename Tag>
-  Status operator()(Tag, const Tensor&) const { return Status::OK(); }
+  Status operator()(Tag, const Tensor&) const {
+    return Status::OK();
+  }
 };
 
 template <Dom D, bool OutBool = false, typename F, typename Check = NoCheck>

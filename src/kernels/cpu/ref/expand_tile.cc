@@ -6,10 +6,10 @@
 namespace gearbox::ref {
 namespace {
 
-Status expand(KernelContext &ctx) {
+Status expand(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto shape, read_ints(ctx, ctx.input(1)));
   for (int64_t s : shape)
     if (s < 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "shape ", to_string(Dims(shape)), " has a negative dim");
@@ -20,10 +20,10 @@ Status expand(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status tile(KernelContext &ctx) {
+Status tile(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto reps, read_ints(ctx, ctx.input(1)));
   if (reps.size() != x.rank())
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "repeats has ", reps.size(), " entries but input ", describe(x),

@@ -10,11 +10,11 @@ namespace {
 
 // Reads indices and wraps negatives into [0, dim); INVALID_ARGUMENT for any
 // outside [-dim, dim).
-Result<std::vector<int64_t>> read_indices(const KernelContext &ctx, const Tensor &t, int64_t dim, int64_t axis) {
+Result<std::vector<int64_t>> read_indices(const KernelContext& ctx, const Tensor& t, int64_t dim, int64_t axis) {
   if (t.dtype() != DType::I32 && t.dtype() != DType::I64)
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "indices must be int32 or int64, got ", describe(t));
   GBX_ASSIGN_OR_RETURN(auto v, read_ints(ctx, t));
-  for (auto &i : v) {
+  for (auto& i : v) {
     if (i < -dim || i >= dim)
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "index ", i, " is out of range [", -dim, ", ", dim - 1,
                        "] for axis ", axis);
@@ -23,11 +23,11 @@ Result<std::vector<int64_t>> read_indices(const KernelContext &ctx, const Tensor
   return v;
 }
 
-Status gather(KernelContext &ctx) {
+Status gather(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
-  const Tensor &ind = ctx.input(1);
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
   const int64_t rank = int64_t(x.rank());
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "Gather needs data of rank >= 1, got ", describe(x));
   GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 0), rank));
@@ -50,11 +50,11 @@ Status gather(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status gather_elements(KernelContext &ctx) {
+Status gather_elements(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
-  const Tensor &ind = ctx.input(1);
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
   const int64_t rank = int64_t(x.rank());
   if (rank == 0 || int64_t(ind.rank()) != rank)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "data ", describe(x), " and indices ", describe(ind),
@@ -87,11 +87,11 @@ Status gather_elements(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status gather_nd(KernelContext &ctx) {
+Status gather_nd(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
-  const Tensor &ind = ctx.input(1);
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
   const int64_t r = int64_t(x.rank()), q = int64_t(ind.rank());
   const int64_t b = ctx.opset() >= 12 ? ctx.attr_int("batch_dims", 0) : 0;
   if (ind.dtype() != DType::I64 && ind.dtype() != DType::I32)

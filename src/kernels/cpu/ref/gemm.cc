@@ -71,10 +71,8 @@ Status gemm_op(KernelContext& ctx) {
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, {s.m, s.n}));
   const float alpha = ctx.attr_float("alpha", 1.0f), beta = ctx.attr_float("beta", 1.0f);
   if (y.numel() > 0) {
-    if (dt == DType::F32)
-      gemm_typed<float>(a, b, c, y, s, alpha, beta);
-    else
-      gemm_typed<double>(a, b, c, y, s, alpha, beta);
+    if (dt == DType::F32) gemm_typed<float>(a, b, c, y, s, alpha, beta);
+    else gemm_typed<double>(a, b, c, y, s, alpha, beta);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

@@ -47,8 +47,8 @@ Status grid_sample(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
   if (x.rank() != 4 || grid.rank() != 4 || grid.dim(0) != x.dim(0) || grid.dim(3) != 2)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "expected X [N, C, H, W] and grid [N, Ho, Wo, 2]; got X ",
-                     describe(x), ", grid ", describe(grid));
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "expected X [N, C, H, W] and grid [N, Ho, Wo, 2]; got X ", describe(x),
+                     ", grid ", describe(grid));
   if (!is_float(grid.dtype())) return ctx.unsupported_dtype(grid.dtype());
   const bool align = ctx.attr_int("align_corners", 0) != 0;
   const std::string mode = ctx.attr_string("mode", "bilinear");

@@ -53,10 +53,8 @@ Status instance_norm(KernelContext& ctx) {
   const std::vector<double> scale = read_doubles(ctx.input(1)), bias = read_doubles(ctx.input(2));
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32)
-    instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
-  else
-    instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
+  if (dt == DType::F32) instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
+  else instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -112,10 +112,8 @@ Status layer_norm(KernelContext& ctx) {
     const std::vector<double>& src = k == 1 ? mean : inv;
     GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(stat_dt, stat_dims));
     for (int64_t r = 0; r < rows; ++r) {
-      if (stat_dt == DType::F32)
-        t.data<float>()[r] = static_cast<float>(src[static_cast<size_t>(r)]);
-      else
-        t.data<double>()[r] = src[static_cast<size_t>(r)];
+      if (stat_dt == DType::F32) t.data<float>()[r] = static_cast<float>(src[static_cast<size_t>(r)]);
+      else t.data<double>()[r] = src[static_cast<size_t>(r)];
     }
     ctx.set_output(k, std::move(t));
   }

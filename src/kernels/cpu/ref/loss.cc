@@ -25,8 +25,8 @@ Result<LossShape> check_shapes(const KernelContext& ctx, const Tensor& x, const 
   Dims want{x.dim(0)};
   for (size_t i = 2; i < x.rank(); ++i) want.push_back(x.dim(i));
   if (target.dims() != want)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "target shape ", to_string(target.dims()), " must be ",
-                     to_string(want), " for input ", describe(x));
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "target shape ", to_string(target.dims()), " must be ", to_string(want),
+                     " for input ", describe(x));
   LossShape s;
   s.n = x.dim(0);
   s.c = x.dim(1);
@@ -60,8 +60,8 @@ Status nll_core(KernelContext& ctx, DType out_dtype, const LossShape& s, const s
       int64_t cls = t[li];
       if (has_ii && cls == ii) continue;
       if (cls < 0 || cls >= s.c)
-        return ctx.error(ErrorCode::INVALID_ARGUMENT, "target value ", cls, " at flat index ", li,
-                         " is outside [0, ", s.c, ")");
+        return ctx.error(ErrorCode::INVALID_ARGUMENT, "target value ", cls, " at flat index ", li, " is outside [0, ",
+                         s.c, ")");
       double wi = w ? (*w)[static_cast<size_t>(cls)] : 1.0;
       loss[li] = -wi * logp[static_cast<size_t>((i * s.c + cls) * s.d + k)];
       wsum += wi;
@@ -119,8 +119,7 @@ Status softmax_cross_entropy_loss(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "NegativeLogLikelihoodLoss", 12, 18, kEngineRef, float_dtypes(), nll_loss});
-GBX_REGISTER_KERNEL({"", "SoftmaxCrossEntropyLoss", 12, 18, kEngineRef, float_dtypes(),
-                     softmax_cross_entropy_loss});
+GBX_REGISTER_KERNEL({"", "SoftmaxCrossEntropyLoss", 12, 18, kEngineRef, float_dtypes(), softmax_cross_entropy_loss});
 
 }  // namespace
 }  // namespace gearbox::ref

@@ -40,19 +40,14 @@ Status lp_norm(KernelContext& ctx) {
   int64_t outer = 1, len = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) {
     const int64_t d = x.dim(static_cast<size_t>(i));
-    if (i < axis)
-      outer *= d;
-    else if (i == axis)
-      len = d;
-    else
-      inner *= d;
+    if (i < axis) outer *= d;
+    else if (i == axis) len = d;
+    else inner *= d;
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
   if (x.numel() > 0) {
-    if (dt == DType::F32)
-      lp_norm_typed<float>(x.data<float>(), y.data<float>(), outer, len, inner, p);
-    else
-      lp_norm_typed<double>(x.data<double>(), y.data<double>(), outer, len, inner, p);
+    if (dt == DType::F32) lp_norm_typed<float>(x.data<float>(), y.data<float>(), outer, len, inner, p);
+    else lp_norm_typed<double>(x.data<double>(), y.data<double>(), outer, len, inner, p);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

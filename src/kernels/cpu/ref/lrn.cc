@@ -45,10 +45,8 @@ Status lrn(KernelContext& ctx) {
   const int64_t n = x.dim(0), c = x.dim(1);
   const int64_t plane = n * c == 0 ? 0 : x.numel() / (n * c);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32)
-    lrn_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, size, alpha, beta, bias);
-  else
-    lrn_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, size, alpha, beta, bias);
+  if (dt == DType::F32) lrn_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, size, alpha, beta, bias);
+  else lrn_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, size, alpha, beta, bias);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -86,10 +86,8 @@ Status matmul(KernelContext& ctx) {
   if (b.rank() > 1) ydims.push_back(b3.back());
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, ydims));
   if (y.numel() > 0) {
-    if (dt == DType::F32)
-      matmul_typed<float>(a, b, y, a3, b3, batch);
-    else
-      matmul_typed<double>(a, b, y, a3, b3, batch);
+    if (dt == DType::F32) matmul_typed<float>(a, b, y, a3, b3, batch);
+    else matmul_typed<double>(a, b, y, a3, b3, batch);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

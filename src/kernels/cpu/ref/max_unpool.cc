@@ -33,7 +33,8 @@ Status max_unpool(KernelContext& ctx) {
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "output_shape ", to_string(out), " must have rank ", x.rank());
   }
   for (int64_t v : inferred)
-    if (v < 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "inferred output shape ", to_string(inferred), " is negative");
+    if (v < 0)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "inferred output shape ", to_string(inferred), " is negative");
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), out));
   GBX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, read_ints(ctx, ind));
   const int64_t n = numel(inferred);

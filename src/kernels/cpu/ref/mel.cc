@@ -22,10 +22,11 @@ Status mel_weight_matrix(KernelContext& ctx) {
   const int64_t rate = static_cast<int64_t>(ctx.input(2).at_double(0));
   const double lo = ctx.input(3).at_double(0), hi = ctx.input(4).at_double(0);
   if (bins <= 0 || dft <= 0 || rate <= 0 || bins > (1 << 20) || dft > (int64_t(1) << 30))
-    return ctx.error(ErrorCode::INVALID_ARGUMENT, "num_mel_bins ", bins, ", dft_length ", dft, " and sample_rate ", rate,
-                     " must be positive");
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "num_mel_bins ", bins, ", dft_length ", dft, " and sample_rate ",
+                     rate, " must be positive");
   if (lo < 0 || hi <= lo)
-    return ctx.error(ErrorCode::INVALID_ARGUMENT, "edge frequencies must satisfy 0 <= lower (", lo, ") < upper (", hi, ")");
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "edge frequencies must satisfy 0 <= lower (", lo, ") < upper (", hi,
+                     ")");
   const int64_t spec_bins = dft / 2 + 1;
   const double lo_mel = 2595 * std::log10(1 + lo / 700), hi_mel = 2595 * std::log10(1 + hi / 700);
   const double step = (hi_mel - lo_mel) / double(bins + 2);

@@ -69,10 +69,8 @@ Status mvn(KernelContext& ctx) {
     reduced[static_cast<size_t>(ax)] = true;
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32)
-    mvn_typed<float>(x.data<float>(), y.data<float>(), x.dims(), reduced);
-  else
-    mvn_typed<double>(x.data<double>(), y.data<double>(), x.dims(), reduced);
+  if (dt == DType::F32) mvn_typed<float>(x.data<float>(), y.data<float>(), x.dims(), reduced);
+  else mvn_typed<double>(x.data<double>(), y.data<double>(), x.dims(), reduced);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

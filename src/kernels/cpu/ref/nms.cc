@@ -40,7 +40,8 @@ Status nms(KernelContext& ctx) {
     if (ctx.input(2).numel() > 0) max_out = static_cast<int64_t>(ctx.input(2).at_double(0));
   }
   double iou_th = 0;
-  if (ctx.has_input(3) && ctx.input_value(3).is_tensor() && ctx.input(3).numel() > 0) iou_th = ctx.input(3).at_double(0);
+  if (ctx.has_input(3) && ctx.input_value(3).is_tensor() && ctx.input(3).numel() > 0)
+    iou_th = ctx.input(3).at_double(0);
   const bool has_score_th = ctx.has_input(4) && ctx.input_value(4).is_tensor() && ctx.input(4).numel() > 0;
   const double score_th = has_score_th ? ctx.input(4).at_double(0) : 0;
   if (iou_th < 0 || iou_th > 1)

@@ -6,9 +6,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status non_zero(KernelContext &ctx) {
+Status non_zero(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   std::vector<int64_t> hits;
   if (x.dtype() == DType::String) {
     for (int64_t i = 0; i < x.numel(); ++i)
@@ -16,7 +16,7 @@ Status non_zero(KernelContext &ctx) {
   } else {
     const bool ok = visit_numeric(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T *p = x.data<T>();
+      const T* p = x.data<T>();
       for (int64_t i = 0; i < x.numel(); ++i)
         if (static_cast<compute_t<T>>(p[i]) != compute_t<T>(0)) hits.push_back(i);
     });
@@ -26,7 +26,7 @@ Status non_zero(KernelContext &ctx) {
   const Dims dims = x.rank() == 0 ? Dims{1} : x.dims();
   const int64_t rank = int64_t(dims.size()), n = int64_t(hits.size());
   GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, DType::I64, {rank, n}));
-  int64_t *o = y.data<int64_t>();
+  int64_t* o = y.data<int64_t>();
   for (int64_t j = 0; j < n; ++j) {
     int64_t rem = hits[size_t(j)];
     for (int64_t d = rank - 1; d >= 0; --d) {

@@ -8,11 +8,11 @@
 namespace gearbox::ref {
 namespace {
 
-Status one_hot(KernelContext &ctx) {
+Status one_hot(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const Tensor &ind = ctx.input(0);
-  const Tensor &dep = ctx.input(1);
-  const Tensor &vals = ctx.input(2);
+  const Tensor& ind = ctx.input(0);
+  const Tensor& dep = ctx.input(1);
+  const Tensor& vals = ctx.input(2);
   if (!is_integer(ind.dtype()) && !is_float(ind.dtype()))
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "indices must be numeric, got ", describe(ind));
   if (dep.numel() != 1 || (!is_integer(dep.dtype()) && !is_float(dep.dtype())))

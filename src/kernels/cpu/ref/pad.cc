@@ -32,20 +32,16 @@ int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
   return -1;
 }
 
-Status pad(KernelContext &ctx) {
+Status pad(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const std::string mode_s = ctx.attr_string("mode", "constant");
   PadMode mode;
-  if (mode_s == "constant")
-    mode = PadMode::Constant;
-  else if (mode_s == "reflect")
-    mode = PadMode::Reflect;
-  else if (mode_s == "edge")
-    mode = PadMode::Edge;
-  else
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
+  if (mode_s == "constant") mode = PadMode::Constant;
+  else if (mode_s == "reflect") mode = PadMode::Reflect;
+  else if (mode_s == "edge") mode = PadMode::Edge;
+  else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
 
   const bool inputs = ctx.opset() >= 11;
   GBX_ASSIGN_OR_RETURN(auto pads_opt, ints_from_input_or_attr(ctx, 1, inputs, "pads"));
@@ -76,7 +72,7 @@ Status pad(KernelContext &ctx) {
   if (inputs) {
     if (ctx.has_input(2)) {
       GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
-      const Tensor &c = ctx.input(2);
+      const Tensor& c = ctx.input(2);
       if (c.dtype() != x.dtype() || c.numel() != 1)
         return ctx.error(ErrorCode::INVALID_ARGUMENT, "constant_value ", describe(c),
                          " must be one value of the data's dtype ", dtype_name(x.dtype()));

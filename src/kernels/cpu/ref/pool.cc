@@ -119,19 +119,15 @@ void avg_lp_pool(const T* x, T* y, int64_t planes, const nn::Geom3& g, PoolKind 
                 const int64_t iw = ow * g.s[2] - g.p[2] + kw * g.d[2];
                 if (iw < 0 || iw >= g.in[2]) continue;
                 const double v = static_cast<double>(row[iw]);
-                if (kind == PoolKind::Lp)
-                  acc += p == 2 ? v * v : std::pow(std::fabs(v), p);
-                else
-                  acc += v;
+                if (kind == PoolKind::Lp) acc += p == 2 ? v * v : std::pow(std::fabs(v), p);
+                else acc += v;
                 ++count;
               }
             }
           }
           double r;
-          if (kind == PoolKind::Lp)
-            r = p == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / p);
-          else
-            r = acc / static_cast<double>(include_pad ? padded_count : std::max<int64_t>(count, 1));
+          if (kind == PoolKind::Lp) r = p == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / p);
+          else r = acc / static_cast<double>(include_pad ? padded_count : std::max<int64_t>(count, 1));
           yc[(od * g.out[1] + oh) * g.out[2] + ow] = static_cast<T>(r);
         }
   }
@@ -171,10 +167,8 @@ Status pool(KernelContext& ctx) {
     const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
     const double p = lp_exponent(ctx);
     if (kKind == PoolKind::Lp && p <= 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "p ", p, " must be > 0");
-    if (dt == DType::F32)
-      avg_lp_pool<float>(x.data<float>(), y.data<float>(), planes, g, kKind, include_pad, p);
-    else
-      avg_lp_pool<double>(x.data<double>(), y.data<double>(), planes, g, kKind, include_pad, p);
+    if (dt == DType::F32) avg_lp_pool<float>(x.data<float>(), y.data<float>(), planes, g, kKind, include_pad, p);
+    else avg_lp_pool<double>(x.data<double>(), y.data<double>(), planes, g, kKind, include_pad, p);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();
@@ -224,10 +218,8 @@ Status global_pool(KernelContext& ctx) {
       }
     }
   };
-  if (dt == DType::F32)
-    run(TypeTag<float>{});
-  else
-    run(TypeTag<double>{});
+  if (dt == DType::F32) run(TypeTag<float>{});
+  else run(TypeTag<double>{});
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -39,7 +39,8 @@ Result<PerAxis> per_axis(const KernelContext& ctx, const Tensor& x, const Tensor
   if (zp) p.zp = read_doubles(*zp);
   if (p.scale.empty()) return ctx.error(ErrorCode::SHAPE_MISMATCH, "scale is empty");
   if (zp && zp->numel() != scale.numel())
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "zero point ", describe(*zp), " does not match scale ", describe(scale));
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "zero point ", describe(*zp), " does not match scale ",
+                     describe(scale));
   if (scale.numel() == 1 && scale.rank() <= 1) return p;
   if (scale.rank() != 1)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "scale must be a scalar or 1-D, got ", describe(scale));
@@ -119,7 +120,8 @@ Status dynamic_quantize_linear(KernelContext& ctx) {
 Result<std::pair<Dims, std::vector<double>>> matmul(const KernelContext& ctx, const Tensor& a, const Tensor& b,
                                                     const std::vector<double>& a_zp, const std::vector<double>& b_zp) {
   if (a.rank() == 0 || b.rank() == 0)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "matmul operands must have rank >= 1: ", describe(a), ", ", describe(b));
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "matmul operands must have rank >= 1: ", describe(a), ", ",
+                     describe(b));
   Dims ad = a.dims(), bd = b.dims();
   const bool a1 = ad.size() == 1, b1 = bd.size() == 1;
   if (a1) ad.insert(ad.begin(), 1);
@@ -162,7 +164,8 @@ Result<std::pair<Dims, std::vector<double>>> matmul(const KernelContext& ctx, co
 
 // Element 0 of input i, which must hold at least one element.
 Result<double> scalar_input(const KernelContext& ctx, size_t i) {
-  if (ctx.input(i).numel() < 1) return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " is empty; a scalar is required");
+  if (ctx.input(i).numel() < 1)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "input ", i, " is empty; a scalar is required");
   return ctx.input(i).at_double(0);
 }
 
@@ -187,8 +190,8 @@ Status qlinear_matmul(KernelContext& ctx) {
   GBX_ASSIGN_OR_RETURN(double ys, scalar_input(ctx, 6));
   GBX_ASSIGN_OR_RETURN(double yz, scalar_input(ctx, 7));
   if (as.empty() || bs.empty()) return ctx.error(ErrorCode::INVALID_ARGUMENT, "a_scale and b_scale must not be empty");
-  GBX_ASSIGN_OR_RETURN(auto r, matmul(ctx, ctx.input(0), ctx.input(3), read_doubles(ctx.input(2)),
-                                      read_doubles(ctx.input(5))));
+  GBX_ASSIGN_OR_RETURN(auto r,
+                       matmul(ctx, ctx.input(0), ctx.input(3), read_doubles(ctx.input(2)), read_doubles(ctx.input(5))));
   const DType out_t = ctx.input(7).dtype();
   const int64_t N = ctx.input(3).rank() == 1 ? 1 : ctx.input(3).dims().back();
   for (size_t i = 0; i < r.second.size(); ++i) {
@@ -213,7 +216,8 @@ Result<std::pair<Dims, std::vector<double>>> conv(const KernelContext& ctx, cons
   const int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0);
   const int64_t group = ctx.attr_int("group", 1);
   if (group <= 0 || C % group != 0 || M % group != 0 || w.dim(1) != C / group)
-    return ctx.error(ErrorCode::SHAPE_MISMATCH, "group ", group, " does not fit X ", describe(x), " and W ", describe(w));
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "group ", group, " does not fit X ", describe(x), " and W ",
+                     describe(w));
   std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(sd, 1));
   std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(sd, 1));
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sd, 0));
@@ -226,7 +230,8 @@ Result<std::pair<Dims, std::vector<double>>> conv(const KernelContext& ctx, cons
   Dims od{N, M};
   for (size_t d = 0; d < sd; ++d) {
     const int64_t in = x.dim(2 + d), k = (w.dim(2 + d) - 1) * dil[d] + 1;
-    if (strides[d] <= 0 || dil[d] <= 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides and dilations must be positive");
+    if (strides[d] <= 0 || dil[d] <= 0)
+      return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "strides and dilations must be positive");
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t out = (in + strides[d] - 1) / strides[d];
       int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + k - in);
@@ -236,7 +241,8 @@ Result<std::pair<Dims, std::vector<double>>> conv(const KernelContext& ctx, cons
       pads[d] = pads[d + sd] = 0;
     }
     int64_t out = (in + pads[d] + pads[d + sd] - k) / strides[d] + 1;
-    if (out < 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "kernel ", describe(w), " is larger than input ", describe(x));
+    if (out < 0)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "kernel ", describe(w), " is larger than input ", describe(x));
     od.push_back(out);
   }
   std::vector<double> xv = read_doubles(x), wv = read_doubles(w);
@@ -323,10 +329,10 @@ Status qlinear_conv(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "QuantizeLinear", 10, 18, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16},
-                     quantize_linear});
-GBX_REGISTER_KERNEL({"", "DequantizeLinear", 10, 18, kEngineRef, {DType::U8, DType::I8, DType::I32},
-                     dequantize_linear});
+GBX_REGISTER_KERNEL(
+    {"", "QuantizeLinear", 10, 18, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16}, quantize_linear});
+GBX_REGISTER_KERNEL(
+    {"", "DequantizeLinear", 10, 18, kEngineRef, {DType::U8, DType::I8, DType::I32}, dequantize_linear});
 GBX_REGISTER_KERNEL({"", "DynamicQuantizeLinear", 11, 18, kEngineRef, {DType::F32}, dynamic_quantize_linear});
 GBX_REGISTER_KERNEL({"", "MatMulInteger", 10, 18, kEngineRef, {DType::U8, DType::I8}, matmul_integer});
 GBX_REGISTER_KERNEL({"", "QLinearMatMul", 10, 18, kEngineRef, {DType::U8, DType::I8}, qlinear_matmul});

@@ -12,7 +12,8 @@ namespace gearbox::ref {
 namespace {
 
 std::mt19937_64 make_rng(const KernelContext& ctx) {
-  if (ctx.has_attr("seed")) return std::mt19937_64(static_cast<uint64_t>(static_cast<int64_t>(ctx.attr_float("seed", 0))));
+  if (ctx.has_attr("seed"))
+    return std::mt19937_64(static_cast<uint64_t>(static_cast<int64_t>(ctx.attr_float("seed", 0))));
   std::random_device rd;
   return std::mt19937_64((uint64_t(rd()) << 32) ^ rd());
 }

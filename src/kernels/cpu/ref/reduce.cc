@@ -29,15 +29,11 @@ A init_value() {
   if constexpr (K == Op::Prod) {
     return A(1);
   } else if constexpr (K == Op::Max) {
-    if constexpr (std::is_floating_point_v<A>)
-      return -std::numeric_limits<A>::infinity();
-    else
-      return A(std::numeric_limits<T>::lowest());
+    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+    else return A(std::numeric_limits<T>::lowest());
   } else if constexpr (K == Op::Min) {
-    if constexpr (std::is_floating_point_v<A>)
-      return std::numeric_limits<A>::infinity();
-    else
-      return A(std::numeric_limits<T>::max());
+    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+    else return A(std::numeric_limits<T>::max());
   } else {
     return A(0);
   }
@@ -45,21 +41,17 @@ A init_value() {
 
 template <typename A>
 inline bool nan(A v) {
-  if constexpr (std::is_floating_point_v<A>)
-    return std::isnan(v);
-  else
-    return false;
+  if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
+  else return false;
 }
 
 template <Op K, typename A>
-inline void combine(A &acc, A v, double shift) {
+inline void combine(A& acc, A v, double shift) {
   if constexpr (K == Op::Sum || K == Op::Mean || K == Op::LogSum) {
     acc = wrap_add(acc, v);
   } else if constexpr (K == Op::L1) {
-    if constexpr (std::is_unsigned_v<A>)
-      acc = wrap_add(acc, v);
-    else
-      acc = wrap_add(acc, v < A(0) ? wrap_mul(v, A(-1)) : v);
+    if constexpr (std::is_unsigned_v<A>) acc = wrap_add(acc, v);
+    else acc = wrap_add(acc, v < A(0) ? wrap_mul(v, A(-1)) : v);
   } else if constexpr (K == Op::L2 || K == Op::SumSquare) {
     acc = wrap_add(acc, wrap_mul(v, v));
   } else if constexpr (K == Op::Prod) {
@@ -91,7 +83,7 @@ T to_output(A v) {
 }
 
 template <Op K, typename T>
-void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) {
+void reduce_typed(const Tensor& x, const std::vector<bool>& reduced, Tensor& y) {
   using A = acc_t<K, T>;
   const int64_t n_out = y.numel();
   const int64_t rank = int64_t(x.rank());
@@ -106,7 +98,7 @@ void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) 
   std::vector<int64_t> os = strides_of(kept_dims);
   for (int64_t d = 0; d < rank; ++d)
     if (reduced[size_t(d)]) os[size_t(d)] = 0;
-  const T *in = x.data<T>();
+  const T* in = x.data<T>();
   std::vector<A> acc(size_t(n_out), init_value<K, T, A>());
   std::vector<double> shift(K == Op::LogSumExp ? size_t(n_out) : 0, 0.0);
 
@@ -117,7 +109,7 @@ void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) 
   while (first_reduced > 0 && reduced[size_t(first_reduced - 1)]) --first_reduced;
   bool trailing = true;
   for (int64_t d = 0; d < first_reduced; ++d) trailing = trailing && !reduced[size_t(d)];
-  auto for_each = [&](auto &&fn) {
+  auto for_each = [&](auto&& fn) {
     const int64_t total = x.numel();
     if (total <= 0) return;
     if (trailing) {
@@ -152,14 +144,12 @@ void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) 
     combine<K, A>(acc[size_t(o)], static_cast<A>(static_cast<compute_t<T>>(in[i])),
                   K == Op::LogSumExp ? shift[size_t(o)] : 0.0);
   });
-  T *out = y.data<T>();
+  T* out = y.data<T>();
   for (int64_t o = 0; o < n_out; ++o) {
     A v = acc[size_t(o)];
     if constexpr (K == Op::Mean) {
-      if constexpr (std::is_floating_point_v<A>)
-        v = count > 0 ? v / A(count) : std::numeric_limits<A>::quiet_NaN();
-      else
-        v = count > 0 ? v / A(count) : A(0);
+      if constexpr (std::is_floating_point_v<A>) v = count > 0 ? v / A(count) : std::numeric_limits<A>::quiet_NaN();
+      else v = count > 0 ? v / A(count) : A(0);
     } else if constexpr (K == Op::L2) {
       v = std::sqrt(v);
     } else if constexpr (K == Op::LogSum) {
@@ -172,9 +162,9 @@ void reduce_typed(const Tensor &x, const std::vector<bool> &reduced, Tensor &y) 
 }
 
 template <Op K>
-Status reduce(KernelContext &ctx) {
+Status reduce(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const bool axes_input = ctx.opset() >= (K == Op::Sum ? 13 : 18);
   GBX_ASSIGN_OR_RETURN(auto axes_opt, ints_from_input_or_attr(ctx, 1, axes_input, "axes"));
@@ -191,10 +181,8 @@ Status reduce(KernelContext &ctx) {
   }
   Dims out;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[size_t(d)])
-      out.push_back(x.dim(size_t(d)));
-    else if (keepdims)
-      out.push_back(1);
+    if (!reduced[size_t(d)]) out.push_back(x.dim(size_t(d)));
+    else if (keepdims) out.push_back(1);
   }
   if (x.dtype() == DType::Bool || x.dtype() == DType::String) return ctx.unsupported_dtype(x.dtype());
   GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, x.dtype(), out));

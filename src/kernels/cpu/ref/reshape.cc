@@ -7,10 +7,10 @@
 namespace gearbox::ref {
 namespace {
 
-Status reshape(KernelContext &ctx) {
+Status reshape(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto shape, read_ints(ctx, ctx.input(1)));
   const bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
   Dims out(shape.size());
@@ -54,9 +54,9 @@ Status reshape(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status flatten(KernelContext &ctx) {
+Status flatten(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   int64_t axis = ctx.attr_int("axis", 1);
   if (axis < 0) axis += rank;
@@ -71,9 +71,9 @@ Status flatten(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status squeeze(KernelContext &ctx) {
+Status squeeze(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   GBX_ASSIGN_OR_RETURN(auto axes, ints_from_input_or_attr(ctx, 1, ctx.opset() >= 13, "axes"));
   std::vector<bool> drop(size_t(rank), false);
@@ -97,9 +97,9 @@ Status squeeze(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status unsqueeze(KernelContext &ctx) {
+Status unsqueeze(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GBX_ASSIGN_OR_RETURN(auto axes, ints_from_input_or_attr(ctx, 1, ctx.opset() >= 13, "axes"));
   if (!axes) return ctx.error(ErrorCode::INVALID_ARGUMENT, "Unsqueeze needs axes");
   const int64_t out_rank = int64_t(x.rank() + axes->size());
@@ -113,7 +113,7 @@ Status unsqueeze(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status identity(KernelContext &ctx) {
+Status identity(KernelContext& ctx) {
   ctx.set_output_value(0, ctx.input_value(0));
   return Status::OK();
 }

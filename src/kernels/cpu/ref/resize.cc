@@ -12,7 +12,6 @@
 // Opset 10 and Upsample have no transform attribute: they are asymmetric, and their nearest
 // rounds down when upsampling and up when downsampling (what ONNX Runtime does).
 #include <cmath>
-
 #include <limits>
 
 #include "kernels/cpu/ref/misc_util.h"
@@ -142,7 +141,8 @@ Status run_resize(KernelContext& ctx, const ResizeParams& p, const std::vector<d
                   const std::vector<int64_t>& sizes, const std::vector<double>& roi) {
   const Tensor& x = ctx.input(0);
   const size_t rank = x.rank();
-  if (x.numel() < 0 || rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 1, got ", describe(x));
+  if (x.numel() < 0 || rank == 0)
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 1, got ", describe(x));
   std::vector<double> scales(rank, 1.0);
   Dims out_dims(rank);
   if (!sizes.empty()) {
@@ -200,8 +200,8 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
   else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode '", mode, "' is not supported");
   if (!legacy) {
     p.transform = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
-    static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                        "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+    static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
+                                        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     bool known = false;
     for (const char* t : kTransforms) known |= p.transform == t;
     if (!known)
@@ -290,7 +290,9 @@ Status resize(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   const bool legacy = ctx.opset() < 11;
   GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, legacy));
-  auto present = [&](size_t i) { return ctx.has_input(i) && ctx.input_value(i).is_tensor() && ctx.input(i).numel() > 0; };
+  auto present = [&](size_t i) {
+    return ctx.has_input(i) && ctx.input_value(i).is_tensor() && ctx.input(i).numel() > 0;
+  };
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (legacy) {
@@ -324,8 +326,8 @@ Status upsample(KernelContext& ctx) {
   return run_resize(ctx, p, scales, {}, {});
 }
 
-const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8,
-                                         DType::I8,  DType::I32, DType::I64};
+const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16,
+                                         DType::U8,  DType::I8,  DType::I32, DType::I64};
 GBX_REGISTER_KERNEL({"", "Resize", 10, 18, kEngineRef, kResizeTypes, resize});
 GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, upsample});
 

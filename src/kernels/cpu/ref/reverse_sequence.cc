@@ -5,10 +5,10 @@
 namespace gearbox::ref {
 namespace {
 
-Status reverse_sequence(KernelContext &ctx) {
+Status reverse_sequence(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const int64_t ta = ctx.attr_int("time_axis", 0), ba = ctx.attr_int("batch_axis", 1);
   if (rank < 2) return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 2, got ", describe(x));

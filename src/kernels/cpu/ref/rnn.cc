@@ -58,8 +58,8 @@ Result<std::vector<Act>> read_acts(const KernelContext& ctx, Cell cell, int dirs
   std::vector<float> alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
   size_t ai = 0, bi = 0;
   std::vector<Act> acts;
-  static const char* kKnown[] = {"sigmoid", "tanh", "relu", "affine", "leakyrelu", "thresholdedrelu",
-                                 "scaledtanh", "hardsigmoid", "elu", "softsign", "softplus"};
+  static const char* kKnown[] = {"sigmoid",    "tanh",        "relu", "affine",   "leakyrelu", "thresholdedrelu",
+                                 "scaledtanh", "hardsigmoid", "elu",  "softsign", "softplus"};
   for (const auto& n : names) {
     Act a;
     a.name = lower(n);
@@ -118,7 +118,8 @@ Status rnn_common(KernelContext& ctx, Cell cell) {
     if (static_cast<int64_t>(lens.size()) != B)
       return ctx.error(ErrorCode::SHAPE_MISMATCH, "sequence_lens has ", lens.size(), " values for batch ", B);
     for (int64_t l : lens)
-      if (l < 0 || l > S) return ctx.error(ErrorCode::INVALID_ARGUMENT, "sequence length ", l, " is outside [0, ", S, "]");
+      if (l < 0 || l > S)
+        return ctx.error(ErrorCode::INVALID_ARGUMENT, "sequence length ", l, " is outside [0, ", S, "]");
   }
   const Dims state_dims = layout ? Dims{B, dirs, Hs} : Dims{dirs, B, Hs};
   GBX_ASSIGN_OR_RETURN(std::vector<double> h0, opt(5, state_dims, "initial_h"));
@@ -186,8 +187,7 @@ Status rnn_common(KernelContext& ctx, Cell cell) {
             // Needs every r_i before the product: (r . h_{t-1}) R_h^T.
             for (int64_t j = 0; j < Hs; ++j) {
               double acc = 0;
-              for (int64_t i = 0; i < Hs; ++i)
-                acc += hr[size_t(Hs + i)] * H[size_t(i)] * Rd[(2 * Hs + j) * Hs + i];
+              for (int64_t i = 0; i < Hs; ++i) acc += hr[size_t(Hs + i)] * H[size_t(i)] * Rd[(2 * Hs + j) * Hs + i];
               Hn[size_t(j)] += acc;
             }
           }

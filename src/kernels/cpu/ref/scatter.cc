@@ -11,7 +11,7 @@ namespace {
 
 enum class Reduction { None, Add, Mul, Max, Min };
 
-Result<Reduction> read_reduction(const KernelContext &ctx) {
+Result<Reduction> read_reduction(const KernelContext& ctx) {
   if (ctx.opset() < 16) return Reduction::None;
   const std::string r = ctx.attr_string("reduction", "none");
   if (r == "none") return Reduction::None;
@@ -24,11 +24,11 @@ Result<Reduction> read_reduction(const KernelContext &ctx) {
 
 // Applies updates[src + j] to out[dst + j] for j < n, for every (src, dst)
 // pair.
-Status apply(const KernelContext &ctx, Reduction red, const Tensor &upd, Tensor &out,
-             const std::vector<std::pair<int64_t, int64_t>> &pairs, int64_t n) {
+Status apply(const KernelContext& ctx, Reduction red, const Tensor& upd, Tensor& out,
+             const std::vector<std::pair<int64_t, int64_t>>& pairs, int64_t n) {
   if (red == Reduction::None) {
     const ElemCopier cp(upd, out);
-    for (const auto &[s, d] : pairs) cp.run(s, d, n);
+    for (const auto& [s, d] : pairs) cp.run(s, d, n);
     return Status::OK();
   }
   if (out.dtype() == DType::String || out.dtype() == DType::Bool) return ctx.unsupported_dtype(out.dtype());
@@ -36,9 +36,9 @@ Status apply(const KernelContext &ctx, Reduction red, const Tensor &upd, Tensor 
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     if constexpr (!std::is_same_v<T, bool>) {  // bool was rejected above
-      const T *u = upd.data<T>();
-      T *o = out.data<T>();
-      for (const auto &[s, d] : pairs)
+      const T* u = upd.data<T>();
+      T* o = out.data<T>();
+      for (const auto& [s, d] : pairs)
         for (int64_t j = 0; j < n; ++j) {
           const C a = static_cast<C>(o[d + j]), b = static_cast<C>(u[s + j]);
           C r = a;
@@ -66,11 +66,11 @@ Status apply(const KernelContext &ctx, Reduction red, const Tensor &upd, Tensor 
   return Status::OK();
 }
 
-Status scatter_elements(KernelContext &ctx) {
+Status scatter_elements(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const Tensor &x = ctx.input(0);
-  const Tensor &ind = ctx.input(1);
-  const Tensor &upd = ctx.input(2);
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
+  const Tensor& upd = ctx.input(2);
   GBX_ASSIGN_OR_RETURN(Reduction red, read_reduction(ctx));
   const int64_t rank = int64_t(x.rank());
   if (rank == 0 || int64_t(ind.rank()) != rank || ind.dims() != upd.dims())
@@ -116,11 +116,11 @@ Status scatter_elements(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status scatter_nd(KernelContext &ctx) {
+Status scatter_nd(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
-  const Tensor &x = ctx.input(0);
-  const Tensor &ind = ctx.input(1);
-  const Tensor &upd = ctx.input(2);
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
+  const Tensor& upd = ctx.input(2);
   GBX_ASSIGN_OR_RETURN(Reduction red, read_reduction(ctx));
   if (upd.dtype() != x.dtype())
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "updates ", describe(upd), " must match data ", describe(x));

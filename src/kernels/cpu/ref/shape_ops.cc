@@ -9,9 +9,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status shape(KernelContext &ctx) {
+Status shape(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   int64_t start = 0, end = rank;
   if (ctx.opset() >= 15) {
@@ -29,7 +29,7 @@ Status shape(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status size(KernelContext &ctx) {
+Status size(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   ctx.set_output(0, Tensor::scalar<int64_t>(ctx.input(0).numel()));
   return Status::OK();
@@ -37,7 +37,7 @@ Status size(KernelContext &ctx) {
 
 // Fills every element of y with element 0 of v (same dtype), doubling the
 // copied prefix.
-void fill_from(const Tensor &v, Tensor &y) {
+void fill_from(const Tensor& v, Tensor& y) {
   const int64_t n = y.numel();
   if (n == 0) return;
   ElemCopier(v, y).one(0, 0);
@@ -49,13 +49,13 @@ void fill_from(const Tensor &v, Tensor &y) {
   }
 }
 
-Status constant_of_shape(KernelContext &ctx) {
+Status constant_of_shape(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
   GBX_ASSIGN_OR_RETURN(auto shape, read_ints(ctx, ctx.input(0)));
   Dims dims(shape.begin(), shape.end());
   GBX_RETURN_IF_ERROR(checked_numel(ctx, dims).status());
   Tensor value = Tensor::scalar<float>(0.0f);
-  if (const Attribute *a = ctx.attr("value")) {
+  if (const Attribute* a = ctx.attr("value")) {
     if (a->type != AttrType::Tensor || a->t.numel() != 1)
       return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "value must be a one-element tensor");
     value = a->t;
@@ -66,8 +66,8 @@ Status constant_of_shape(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status constant(KernelContext &ctx) {
-  const Attribute *a = nullptr;
+Status constant(KernelContext& ctx) {
+  const Attribute* a = nullptr;
   Tensor y;
   if ((a = ctx.attr("value")) && a->type == AttrType::Tensor) {
     y = a->t;
@@ -96,7 +96,7 @@ Status constant(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status range(KernelContext &ctx) {
+Status range(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
     if (ctx.input(i).numel() != 1 || ctx.input(i).dtype() != ctx.input(0).dtype())
@@ -140,7 +140,7 @@ Status range(KernelContext &ctx) {
       return;
     }
     y = std::move(r).value();
-    T *o = y.data<T>();
+    T* o = y.data<T>();
     for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(start + static_cast<T>(i) * delta);
   };
   switch (dt) {
@@ -167,9 +167,9 @@ Status range(KernelContext &ctx) {
   return Status::OK();
 }
 
-Status eye_like(KernelContext &ctx) {
+Status eye_like(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   if (x.rank() != 2) return ctx.error(ErrorCode::SHAPE_MISMATCH, "EyeLike needs a 2-d input, got ", describe(x));
   DType dt = x.dtype();
   if (ctx.has_attr("dtype")) {
@@ -183,7 +183,7 @@ Status eye_like(KernelContext &ctx) {
   const int64_t rows = x.dim(0), cols = x.dim(1);
   const bool ok = visit_numeric(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T *o = y.data<T>();
+    T* o = y.data<T>();
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t j = i + k;
       if (j >= 0 && j < cols) o[i * cols + j] = static_cast<T>(1);

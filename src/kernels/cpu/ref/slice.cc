@@ -9,9 +9,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status slice(KernelContext &ctx) {
+Status slice(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   const bool inputs = ctx.opset() >= 10;
   GBX_ASSIGN_OR_RETURN(auto starts, ints_from_input_or_attr(ctx, 1, inputs, "starts"));

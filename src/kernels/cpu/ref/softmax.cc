@@ -68,17 +68,12 @@ Status softmax(KernelContext& ctx) {
     int64_t outer = 1, len = 1, inner = 1;
     for (int64_t i = 0; i < rank; ++i) {
       const int64_t d = x.dim(static_cast<size_t>(i));
-      if (i < axis)
-        outer *= d;
-      else if (i == axis || legacy)
-        len *= d;
-      else
-        inner *= d;
+      if (i < axis) outer *= d;
+      else if (i == axis || legacy) len *= d;
+      else inner *= d;
     }
-    if (dt == DType::F32)
-      softmax_typed<float, kKind>(x.data<float>(), y.data<float>(), outer, len, inner);
-    else
-      softmax_typed<double, kKind>(x.data<double>(), y.data<double>(), outer, len, inner);
+    if (dt == DType::F32) softmax_typed<float, kKind>(x.data<float>(), y.data<float>(), outer, len, inner);
+    else softmax_typed<double, kKind>(x.data<double>(), y.data<double>(), outer, len, inner);
   }
   ctx.set_output(0, std::move(y));
   return Status::OK();

@@ -39,7 +39,8 @@ Status tfidf(KernelContext& ctx) {
       return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_counts ", i, " does not partition a pool of ", pool.size());
     for (int64_t p = begin; p < end; p += n, ++k) {
       if (k >= static_cast<int64_t>(indexes.size()))
-        return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_indexes has ", indexes.size(), " entries, too few for the pool");
+        return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_indexes has ", indexes.size(),
+                         " entries, too few for the pool");
       const int64_t idx = indexes[static_cast<size_t>(k)];
       if (idx < 0 || idx >= (int64_t(1) << 24))
         return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "ngram_indexes value ", idx, " is out of range");

@@ -13,15 +13,13 @@ namespace {
 
 template <typename C>
 bool is_nan(C v) {
-  if constexpr (std::is_floating_point_v<C>)
-    return std::isnan(v);
-  else
-    return false;
+  if constexpr (std::is_floating_point_v<C>) return std::isnan(v);
+  else return false;
 }
 
-Status topk(KernelContext &ctx) {
+Status topk(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   if (rank == 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "TopK needs rank >= 1, got ", describe(x));
   int64_t k = 0;
@@ -47,9 +45,9 @@ Status topk(KernelContext &ctx) {
   const bool ok = visit_numeric(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    const T *p = x.data<T>();
-    T *ov = vals.data<T>();
-    int64_t *oi = inds.data<int64_t>();
+    const T* p = x.data<T>();
+    T* ov = vals.data<T>();
+    int64_t* oi = inds.data<int64_t>();
     std::vector<int64_t> order(static_cast<size_t>(n));
     std::vector<C> line(static_cast<size_t>(n));
     for (int64_t a = 0; a < outer; ++a)

@@ -6,9 +6,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status transpose(KernelContext &ctx) {
+Status transpose(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t rank = int64_t(x.rank());
   std::vector<int64_t> perm;
   if (ctx.has_attr("perm")) {

@@ -8,9 +8,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status trilu(KernelContext &ctx) {
+Status trilu(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   if (x.rank() < 2) return ctx.error(ErrorCode::SHAPE_MISMATCH, "Trilu needs rank >= 2, got ", describe(x));
   int64_t k = 0;
   if (ctx.has_input(1)) {
@@ -28,10 +28,8 @@ Status trilu(KernelContext &ctx) {
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t row = (m * rows + i) * cols;
       int64_t lo = 0, hi = cols;  // kept columns [lo, hi)
-      if (upper)
-        lo = std::clamp<int64_t>(i + k, 0, cols);
-      else
-        hi = std::clamp<int64_t>(i + k + 1, 0, cols);
+      if (upper) lo = std::clamp<int64_t>(i + k, 0, cols);
+      else hi = std::clamp<int64_t>(i + k + 1, 0, cols);
       cp.run(row + lo, row + lo, hi - lo);
     }
   ctx.set_output(0, std::move(y));

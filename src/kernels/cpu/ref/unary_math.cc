@@ -55,17 +55,39 @@ Status round_op(KernelContext& ctx) {
   return unary_op<Dom::Float>(ctx, [](auto x) { return std::nearbyint(x); });
 }
 
-Status sin_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::sin(x); }); }
-Status cos_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::cos(x); }); }
-Status tan_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::tan(x); }); }
-Status asin_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::asin(x); }); }
-Status acos_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::acos(x); }); }
-Status atan_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::atan(x); }); }
-Status sinh_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::sinh(x); }); }
-Status cosh_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::cosh(x); }); }
-Status asinh_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::asinh(x); }); }
-Status acosh_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::acosh(x); }); }
-Status atanh_op(KernelContext& ctx) { return unary_op<Dom::Float>(ctx, [](auto x) { return std::atanh(x); }); }
+Status sin_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::sin(x); });
+}
+Status cos_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::cos(x); });
+}
+Status tan_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::tan(x); });
+}
+Status asin_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::asin(x); });
+}
+Status acos_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::acos(x); });
+}
+Status atan_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::atan(x); });
+}
+Status sinh_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::sinh(x); });
+}
+Status cosh_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::cosh(x); });
+}
+Status asinh_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::asinh(x); });
+}
+Status acosh_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::acosh(x); });
+}
+Status atanh_op(KernelContext& ctx) {
+  return unary_op<Dom::Float>(ctx, [](auto x) { return std::atanh(x); });
+}
 
 // Erf is on BERT's GELU path, so float32 uses a branch-free approximation that vectorizes
 // (fast_math.h); the other types use libm. Integer inputs are allowed by the spec.
@@ -85,9 +107,8 @@ Status isnan_op(KernelContext& ctx) {
 Status isinf_op(KernelContext& ctx) {
   const bool pos = ctx.attr_int("detect_positive", 1) != 0;
   const bool neg = ctx.attr_int("detect_negative", 1) != 0;
-  return unary_op<Dom::Float, true>(ctx, [pos, neg](auto x) {
-    return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg));
-  });
+  return unary_op<Dom::Float, true>(ctx,
+                                    [pos, neg](auto x) { return std::isinf(x) && ((x > 0 && pos) || (x < 0 && neg)); });
 }
 
 constexpr int kLast = 18;

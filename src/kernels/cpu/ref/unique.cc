@@ -11,9 +11,9 @@
 namespace gearbox::ref {
 namespace {
 
-Status unique(KernelContext &ctx) {
+Status unique(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  const Tensor &x0 = ctx.input(0);
+  const Tensor& x0 = ctx.input(0);
   const bool sorted = ctx.attr_int("sorted", 1) != 0;
   Tensor x = x0;
   int64_t axis = 0;
@@ -35,11 +35,9 @@ Status unique(KernelContext &ctx) {
   const bool ok = visit_any(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     cmp = [&x, n, outer, inner](int64_t a, int64_t b) {
-      const T *p = nullptr;
-      if constexpr (std::is_same_v<T, std::string>)
-        p = x.strings().data();
-      else
-        p = x.data<T>();
+      const T* p = nullptr;
+      if constexpr (std::is_same_v<T, std::string>) p = x.strings().data();
+      else p = x.data<T>();
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           const auto u = p[(o * n + a) * inner + i];

@@ -57,10 +57,12 @@ Status variadic_op(KernelContext& ctx, F f, bool mean) {
 }
 
 Status sum_op(KernelContext& ctx) {
-  return variadic_op<Dom::Float>(ctx, [](auto a, auto b) { return a + b; }, false);
+  return variadic_op<Dom::Float>(
+      ctx, [](auto a, auto b) { return a + b; }, false);
 }
 Status mean_op(KernelContext& ctx) {
-  return variadic_op<Dom::Float>(ctx, [](auto a, auto b) { return a + b; }, true);
+  return variadic_op<Dom::Float>(
+      ctx, [](auto a, auto b) { return a + b; }, true);
 }
 Status max_op(KernelContext& ctx) {
   return variadic_op<Dom::NumericNoBool>(

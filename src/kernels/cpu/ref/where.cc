@@ -41,8 +41,7 @@ Status where_op(KernelContext& ctx) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, std::string>)
       where_rows(c.data<bool>(), x.strings().data(), y.strings().data(), out.strings().data(), plan);
-    else
-      where_rows(c.data<bool>(), x.data<T>(), y.data<T>(), out.data<T>(), plan);
+    else where_rows(c.data<bool>(), x.data<T>(), y.data<T>(), out.data<T>(), plan);
   });
   if (!ok) return ctx.unsupported_dtype(x.dtype());
   ctx.set_output(0, std::move(out));

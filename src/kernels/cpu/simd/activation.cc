@@ -66,7 +66,8 @@ Verdict gelu_supports(const KernelQuery& q) {
 Status gelu(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const std::string approx = ctx.attr_string("approximate", "none");
-  if (x.dtype() != DType::F32 || (approx != "none" && approx != "tanh")) return outside_supports(ctx, "this dtype or approximate");
+  if (x.dtype() != DType::F32 || (approx != "none" && approx != "tanh"))
+    return outside_supports(ctx, "this dtype or approximate");
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, x.dims()));
   const int64_t n = x.numel();
   constexpr int64_t kChunk = 16384;

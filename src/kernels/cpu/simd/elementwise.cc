@@ -7,9 +7,10 @@
 // embedding adds); spans run in OpenMP chunks. Other broadcasts, other dtypes and invalid
 // shapes are refused by the kernels' supports() predicates, so the partitioner (or, for
 // shapes known only at run time, the executor) gives those nodes to the next engine.
+#include "kernels/cpu/simd/elementwise.h"
+
 #include <algorithm>
 
-#include "kernels/cpu/simd/elementwise.h"
 #include "kernels/cpu/simd/simd_util.h"
 #include "kernels/supports_util.h"
 
@@ -107,10 +108,8 @@ Status binary(KernelContext& ctx) {
     const int64_t rows = n / row;
     for_each_index(rows, n > 2 * kChunk, [&](int64_t r) {
       const int64_t o = r * row;
-      if (a_is_row)
-        binary_span(kOp, ap, 1, bp + o, 1, yp + o, row);
-      else
-        binary_span(kOp, ap + o, 1, bp, 1, yp + o, row);
+      if (a_is_row) binary_span(kOp, ap, 1, bp + o, 1, yp + o, row);
+      else binary_span(kOp, ap + o, 1, bp, 1, yp + o, row);
     });
   } else {
     for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {

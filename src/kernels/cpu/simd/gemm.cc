@@ -21,6 +21,9 @@
 // at run time (one without batches by the work items themselves, a group of panels each as
 // they first reach it: see run()). Work is split over (batch, M block, group of B panels)
 // items with OpenMP; with M = 128 (BERT) the two threads take halves of N.
+#include "kernels/cpu/simd/gemm.h"
+
+#include <hwy/aligned_allocator.h>
 #include <omp.h>
 
 #include <atomic>
@@ -28,14 +31,11 @@
 #include <thread>
 #include <vector>
 
-#include <hwy/aligned_allocator.h>
-
 #include "base/buffer_version.h"
 #include "base/lru_cache.h"
 #include "base/scratch.h"
-#include "kernels/cpu/simd/gemm.h"
-#include "kernels/matmul_shapes.h"
 #include "kernels/cpu/simd/simd_util.h"
+#include "kernels/matmul_shapes.h"
 #include "kernels/supports_util.h"
 
 namespace gearbox::simd::gemm {
@@ -44,10 +44,10 @@ namespace {
 std::atomic<int64_t> g_packs{0};
 
 struct PackedB {
-  Tensor source;  // keeps the constant's buffer (and so the cache key's address) alive
+  Tensor source;                            // keeps the constant's buffer (and so the cache key's address) alive
   hwy::AlignedFreeUniquePtr<float[]> data;  // owned storage (empty when ptr is a thread buffer)
   float* ptr = nullptr;
-  int64_t batch_floats = 0;  // floats per packed B batch
+  int64_t batch_floats = 0;      // floats per packed B batch
   bool packed_by_items = false;  // allocated only: run()'s work items pack it (LazyB)
 };
 
@@ -189,8 +189,8 @@ void run(std::vector<Problem>& probs, const LazyB* lazy = nullptr) {
     }
     while (st.load(std::memory_order_acquire) != 2) std::this_thread::yield();
   };
-  const double flops = 2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) *
-                       static_cast<double>(nprob);
+  const double flops =
+      2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) * static_cast<double>(nprob);
 #pragma omp parallel if (items > 1 && flops > 1e6)
   {
     float* apack = share || f.a_in_place ? nullptr : thread_apack();
@@ -199,8 +199,8 @@ void run(std::vector<Problem>& probs, const LazyB* lazy = nullptr) {
       for (int64_t t = 0; t < outer * nk; ++t) {
         const int64_t kb = t % nk, mb = (t / nk) % nmb, b = t / nk / nmb;
         const int64_t m0 = mb * mc;
-        pack_a(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc) - m0, kb * kcb,
-               std::min(kcb, f.k - kb * kcb), shared + t * blk);
+        pack_a(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc) - m0, kb * kcb, std::min(kcb, f.k - kb * kcb),
+               shared + t * blk);
       }
     }
 #pragma omp for schedule(dynamic, 1)
@@ -380,12 +380,16 @@ int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineSimd, {DType::F32}, matmul});
-GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}}, .supports = matmul_family_supports<false, knows_activation, matmul_refusal>});
+GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}},
+                            .supports = matmul_family_supports<false, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineSimd, {DType::F32}, gemm_op});
-GBX_KERNEL_SUPPORT(gemm_op, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(gemm_op, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                             .supports = gemm_family_supports<false, knows_activation, gemm_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedMatMul", 1, 1, kEngineSimd, {DType::F32}, fused_matmul});
-GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});
+GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                                  .supports = matmul_family_supports<true, knows_activation, matmul_refusal>});
 GBX_REGISTER_KERNEL({kGearboxDomain, "FusedGemm", 1, 1, kEngineSimd, {DType::F32}, fused_gemm});
-GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}}, .supports = gemm_family_supports<true, knows_activation, gemm_refusal>});
+GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
+                                .supports = gemm_family_supports<true, knows_activation, gemm_refusal>});
 
 }  // namespace gearbox::simd::gemm
