@@ -322,7 +322,7 @@ class PySession {
         std::string all;
         for (const std::string& o : output_names_) all += (all.empty() ? "'" : ", '") + o + "'";
         throw StatusError(
-            make_error(ErrorCode::USAGE, "'", n, "' is not an output of the model; its outputs are ", all));
+            make_error(ErrorCode::OUTPUT_UNKNOWN, "'", n, "' is not an output of the model; its outputs are ", all));
       }
       which.push_back(static_cast<size_t>(it - output_names_.begin()));
     }

@@ -37,7 +37,7 @@ std::optional<long> parse_int(const std::string& s, long lo, long hi) {
 }
 
 Status invalid_env(const char* name, const std::string& value, const std::string& want) {
-  return make_error(ErrorCode::USAGE, "environment variable ", name, "='", value, "' is not ", want, "; set it to ",
+  return make_error(ErrorCode::ENV_VALUE_INVALID, "environment variable ", name, "='", value, "' is not ", want, "; set it to ",
                     want, " or unset it for the default (docs/cli.md)");
 }
 

@@ -82,7 +82,7 @@ Check check_fast_isa(const Capabilities& caps) {
 
 // A .gbm's record, through the reader: it refuses a CPU that lacks one of the required
 // features (GBM_ISA_MISSING, a FAIL here), a required file feature this gearbox does not
-// implement (GBM_VERSION_NEWER) and any damaged file with its own code.
+// implement (GBM_FEATURE_UNKNOWN) and any damaged file with its own code.
 Result<gbm::Info> gbm_info(const std::string& path) {
   gbm::Info info;
   GBX_RETURN_IF_ERROR(gbm::read_file(path, &info).status());

@@ -292,7 +292,7 @@ TEST(GbmFile, UnknownRequiredFeatureIsRefusedNamingTheWriter) {
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   auto m = gbm::read_bytes(bytes->data(), bytes->size());
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.status().code(), ErrorCode::GBM_VERSION_NEWER);
+  EXPECT_EQ(m.status().code(), ErrorCode::GBM_FEATURE_UNKNOWN);
   const std::string msg = m.status().message();
   EXPECT_NE(msg.find("99.1.0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("int4_weights"), std::string::npos) << msg;
@@ -301,7 +301,7 @@ TEST(GbmFile, UnknownRequiredFeatureIsRefusedNamingTheWriter) {
   write(path, *bytes);
   auto s = Session::load(path);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), ErrorCode::GBM_VERSION_NEWER);
+  EXPECT_EQ(s.status().code(), ErrorCode::GBM_FEATURE_UNKNOWN);
   EXPECT_NE(s.status().message().find("99.1.0"), std::string::npos);
   // Without the feature the same writer's file loads.
   wo.required_features.clear();

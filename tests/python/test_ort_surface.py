@@ -120,7 +120,7 @@ def test_errors_carry_code_and_ort_class(models, tmp_path):
     assert e.value.name == "INPUT_SHAPE_MISMATCH"
     with pytest.raises(ort.InvalidArgument) as e:
         s.run(["zz"], {"x": x, "y": x})
-    assert e.value.name == "USAGE" and "not an output" in str(e.value) and "'z'" in str(e.value)
+    assert (e.value.code, e.value.name) == (4009, "OUTPUT_UNKNOWN") and "not an output" in str(e.value) and "'z'" in str(e.value)
     with pytest.raises(ort.capi.onnxruntime_pybind11_state.NoSuchFile) as e:
         ort.InferenceSession(str(tmp_path / "missing.onnx"))
     assert e.value.code == 1001

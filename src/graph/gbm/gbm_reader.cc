@@ -136,7 +136,7 @@ class Reader {
         if (!known.count(required_features_.back())) unknown.push_back(required_features_.back());
       }
     if (unknown.empty()) return Status::OK();
-    return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " was compiled by gearbox ",
+    return make_error(ErrorCode::GBM_FEATURE_UNKNOWN, where_, " was compiled by gearbox ",
                       str(m_->gearbox_version()), " and requires feature(s) ", join(unknown),
                       " that this gearbox (", GEARBOX_VERSION_STRING, ") does not implement");
   }
