@@ -35,6 +35,7 @@ int run_cli(int argc, const char* const* argv) {
   add_serve_command(app, &action);
   add_compile_command(app, &action);
   add_launch_command(app, &action);
+  add_plan_command(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,306 @@
+#include "comm/plan/cost_model.h"
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace gearbox::comm::plan {
+
+namespace {
+
+Status invalid(const std::string& where, const std::string& what) {
+  return make_error(ErrorCode::PLAN_SPEC_INVALID, where, ": ", what);
+}
+
+// A positive number under `key` of `obj`, scaled; absent keeps *out.
+Status positive(const nlohmann::json& obj, const char* key, double scale, const std::string& where, double* out) {
+  if (!obj.contains(key)) return Status::OK();
+  const auto& v = obj.at(key);
+  if (!v.is_number() || !(v.get<double>() > 0) || !(v.get<double>() < 1e30))
+    return invalid(where, std::string("\"") + key + "\" must be a number > 0, not " + v.dump());
+  *out = v.get<double>() * scale;
+  return Status::OK();
+}
+
+Status link_from_json(const nlohmann::json& j, const char* key, const std::string& where, Link* link) {
+  if (!j.contains(key)) return Status::OK();
+  const auto& l = j.at(key);
+  if (!l.is_object()) return invalid(where, std::string("\"") + key + "\" must be an object");
+  GBX_RETURN_IF_ERROR(positive(l, "bandwidth_gbs", 1e9, where + " " + key, &link->bandwidth));
+  GBX_RETURN_IF_ERROR(positive(l, "latency_us", 1e-6, where + " " + key, &link->latency));
+  return Status::OK();
+}
+
+double op_s(const Op& op, const Hardware& hw, double factor) {
+  double rate = hw.peak_flops * (op.matmul ? hw.matmul_efficiency : 1.0);
+  return factor * std::max(op.flops / rate, op.bytes / hw.memory_bandwidth);
+}
+
+}  // namespace
+
+Result<Hardware> hardware_from_json(const nlohmann::json& j, const std::string& where, Hardware hw) {
+  if (!j.is_object()) return invalid(where, "the links file must be a JSON object");
+  if (j.contains("devices_per_node")) {
+    const auto& v = j["devices_per_node"];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 1 << 20)
+      return invalid(where, "\"devices_per_node\" must be an integer >= 1, not " + v.dump());
+    hw.devices_per_node = v.get<int>();
+  }
+  GBX_RETURN_IF_ERROR(link_from_json(j, "intra_node", where, &hw.intra_node));
+  GBX_RETURN_IF_ERROR(link_from_json(j, "inter_node", where, &hw.inter_node));
+  if (j.contains("device")) {
+    const auto& d = j["device"];
+    if (!d.is_object()) return invalid(where, "\"device\" must be an object");
+    GBX_RETURN_IF_ERROR(positive(d, "peak_tflops", 1e12, where + " device", &hw.peak_flops));
+    GBX_RETURN_IF_ERROR(positive(d, "memory_bandwidth_gbs", 1e9, where + " device", &hw.memory_bandwidth));
+    GBX_RETURN_IF_ERROR(positive(d, "matmul_efficiency", 1, where + " device", &hw.matmul_efficiency));
+    GBX_RETURN_IF_ERROR(positive(d, "memory_gb", double(1 << 30), where + " device", &hw.memory_bytes));
+    if (hw.matmul_efficiency > 1) return invalid(where, "\"matmul_efficiency\" must be in (0, 1]");
+  }
+  hw.source = where;
+  return hw;
+}
+
+Result<Hardware> load_hardware(const std::string& path, Hardware base) {
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorCode::FILE_NOT_FOUND, "links file '", path, "' cannot be opened");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid(path, "not valid JSON");
+  return hardware_from_json(j, path, base);
+}
+
+nlohmann::json hardware_to_json(const Hardware& hw) {
+  auto link = [](const Link& l) {
+    return nlohmann::json{{"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}};
+  };
+  return {{"devices_per_node", hw.devices_per_node},
+          {"intra_node", link(hw.intra_node)},
+          {"inter_node", link(hw.inter_node)},
+          {"device",
+           {{"peak_tflops", hw.peak_flops / 1e12},
+            {"memory_bandwidth_gbs", hw.memory_bandwidth / 1e9},
+            {"matmul_efficiency", hw.matmul_efficiency},
+            {"memory_gb", hw.memory_bytes / double(1 << 30)}}},
+          {"source", hw.source}};
+}
+
+const char* schedule_name(Schedule s) { return s == Schedule::kGPipe ? "gpipe" : "1f1b"; }
+
+double allreduce_s(double bytes, int n, const Link& link) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return 2.0 * (n - 1) * link.latency + 2.0 * (n - 1) / n * bytes / link.bandwidth;
+}
+
+double p2p_s(double bytes, const Link& link) { return link.latency + bytes / link.bandwidth; }
+
+const Link& group_link(const Hardware& hw, int size, int stride) {
+  // The group's ranks span size x stride consecutive ranks, aligned to that span in rank order:
+  // one node holds them all when the span fits in it.
+  return int64_t(size) * stride <= hw.devices_per_node ? hw.intra_node : hw.inter_node;
+}
+
+int64_t in_flight(Schedule s, int stage, int pp, int64_t m) {
+  return s == Schedule::kGPipe ? m : std::min<int64_t>(m, pp - stage);
+}
+
+std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw, const Layout& l) {
+  const int64_t b = spec.global_batch / (int64_t(l.dp) * l.micro_batches);
+  const Link& tp_link = group_link(hw, l.tp, 1);
+  const double act = double(spec.dtype_bytes) * b * spec.seq * spec.hidden;  // one activation
+  const double tp_allreduce = allreduce_s(act, l.tp, tp_link);
+  std::vector<UnitCost> out;
+  for (const Unit& u : units(spec, b, l.tp)) {
+    UnitCost c;
+    double fwd = 0;
+    for (const Op& op : u.ops) fwd += op_s(op, hw, 1);
+    c.tp_comm_s = 2 * u.tp_allreduces * tp_allreduce;  // as many backward as forward
+    c.forward_s = fwd + u.tp_allreduces * tp_allreduce;
+    c.backward_s = 2 * fwd + u.tp_allreduces * tp_allreduce + (l.recompute ? fwd : 0);
+    const double params = double(u.params) / l.tp;
+    c.fixed.weights = params * spec.dtype_bytes;
+    c.fixed.gradients = params * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
+    c.fixed.optimizer = params * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
+    c.static_bytes = c.fixed.weights + c.fixed.gradients + c.fixed.optimizer;
+    c.activation_bytes = l.recompute ? u.input_bytes : u.activation_bytes;
+    c.working_bytes = l.recompute ? u.activation_bytes : 0;
+    out.push_back(c);
+  }
+  return out;
+}
+
+double simulate_pipeline(const std::vector<double>& fwd, const std::vector<double>& bwd, double p2p, int64_t m,
+                         Schedule schedule) {
+  const int pp = int(fwd.size());
+  // Each stage's ops in order: +j is micro-batch j's forward, -(j+1) its backward.
+  std::vector<std::vector<int64_t>> order(pp);
+  for (int i = 0; i < pp; ++i) {
+    auto& o = order[i];
+    o.reserve(size_t(2 * m));
+    if (schedule == Schedule::kGPipe) {
+      for (int64_t j = 0; j < m; ++j) o.push_back(j);
+      for (int64_t j = 0; j < m; ++j) o.push_back(-(j + 1));
+    } else {
+      const int64_t warm = std::min<int64_t>(pp - i - 1, m);
+      for (int64_t j = 0; j < warm; ++j) o.push_back(j);
+      for (int64_t j = 0; j + warm < m; ++j) {
+        o.push_back(j + warm);
+        o.push_back(-(j + 1));
+      }
+      for (int64_t j = m - warm; j < m; ++j) o.push_back(-(j + 1));
+    }
+  }
+  const double unknown = -1;
+  std::vector<std::vector<double>> end_f(pp, std::vector<double>(size_t(m), unknown)),
+      end_b(pp, std::vector<double>(size_t(m), unknown));
+  std::vector<size_t> next(pp, 0);
+  std::vector<double> free_at(pp, 0);
+  std::deque<int> work;
+  for (int i = 0; i < pp; ++i) work.push_back(i);
+  while (!work.empty()) {
+    int i = work.front();
+    work.pop_front();
+    while (next[i] < order[i].size()) {
+      int64_t op = order[i][next[i]];
+      double ready = 0;
+      if (op >= 0) {
+        if (i > 0) {
+          if (end_f[i - 1][op] == unknown) break;
+          ready = end_f[i - 1][op] + p2p;
+        }
+      } else {
+        int64_t j = -op - 1;
+        if (i + 1 < pp) {
+          if (end_b[i + 1][j] == unknown) break;
+          ready = end_b[i + 1][j] + p2p;
+        } else {
+          ready = end_f[i][j];  // the last stage's own forward (earlier in its order)
+        }
+      }
+      double start = std::max(ready, free_at[i]);
+      if (op >= 0) {
+        end_f[i][op] = free_at[i] = start + fwd[i];
+        if (i + 1 < pp) work.push_back(i + 1);
+      } else {
+        end_b[i][-op - 1] = free_at[i] = start + bwd[i];
+        if (i > 0) work.push_back(i - 1);
+      }
+      ++next[i];
+    }
+  }
+  double makespan = 0;
+  for (int i = 0; i < pp; ++i) {
+    if (next[i] != order[i].size()) return std::numeric_limits<double>::infinity();  // cannot happen
+    makespan = std::max(makespan, free_at[i]);
+  }
+  return makespan;
+}
+
+Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const Layout& l) {
+  const int64_t n_units = spec.layers + 2;
+  if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.micro_batches < 1)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "degrees and micro-batches must be >= 1");
+  if (spec.global_batch % (int64_t(l.dp) * l.micro_batches) != 0)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "global batch ", spec.global_batch, " is not divisible by dp ", l.dp,
+                      " x micro-batches ", l.micro_batches);
+  if (spec.heads % l.tp != 0 || spec.ffn() % l.tp != 0)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "tensor-parallel degree ", l.tp, " does not divide the ", spec.heads,
+                      " heads and the MLP's ", spec.ffn());
+  int64_t covered = 0;
+  for (int u : l.stage_units) {
+    if (u < 1) return make_error(ErrorCode::INVALID_ARGUMENT, "a stage holds no unit");
+    covered += u;
+  }
+  if (int(l.stage_units.size()) != l.pp || covered != n_units)
+    return make_error(ErrorCode::INVALID_ARGUMENT, "stages must cover the ", n_units, " units in ", l.pp, " stages");
+
+  const std::vector<UnitCost> costs = unit_costs(spec, hw, l);
+  Estimate e;
+  e.micro_batch = spec.global_batch / (int64_t(l.dp) * l.micro_batches);
+  std::vector<double> fwd(size_t(l.pp)), bwd(size_t(l.pp));
+  double params_max = 0;  // parameters per rank on the stage with the most (gradient reduction)
+  double best_memory = -1;
+  size_t u = 0;
+  for (int s = 0; s < l.pp; ++s) {
+    Memory mem;
+    double params = 0, acts = 0, working = 0, tp_comm = 0;
+    for (int k = 0; k < l.stage_units[size_t(s)]; ++k, ++u) {
+      const UnitCost& c = costs[u];
+      fwd[size_t(s)] += c.forward_s;
+      bwd[size_t(s)] += c.backward_s;
+      tp_comm += c.tp_comm_s;
+      mem.weights += c.fixed.weights;
+      mem.gradients += c.fixed.gradients;
+      mem.optimizer += c.fixed.optimizer;
+      acts += c.activation_bytes;
+      working = std::max(working, c.working_bytes);
+      params += c.fixed.weights / spec.dtype_bytes;
+    }
+    if (s == l.pp - 1 && l.pp > 1) {
+      // The logits' weight is the embedding's: the last stage keeps a copy (and its gradient
+      // and optimizer state), reduced with the first stage's each step.
+      const double tied = double(spec.vocab) * spec.hidden / l.tp;
+      mem.weights += tied * spec.dtype_bytes;
+      mem.gradients += tied * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
+      mem.optimizer += tied * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
+      params += tied;
+    }
+    mem.activations = double(in_flight(l.schedule, s, l.pp, l.micro_batches)) * acts + working;
+    if (mem.total() > best_memory) {
+      best_memory = mem.total();
+      e.memory = mem;
+      e.busiest_stage = s;
+    }
+    params_max = std::max(params_max, params);
+    e.tp_comm_s = std::max(e.tp_comm_s, tp_comm * double(l.micro_batches));
+  }
+  const double act = double(spec.dtype_bytes) * e.micro_batch * spec.seq * spec.hidden;
+  e.p2p_s = l.pp > 1 ? p2p_s(act, group_link(hw, 2, l.tp * l.dp)) : 0;
+  e.pipeline_s = simulate_pipeline(fwd, bwd, e.p2p_s, l.micro_batches, l.schedule);
+  double busy = 0;
+  for (int s = 0; s < l.pp; ++s) busy += double(l.micro_batches) * (fwd[size_t(s)] + bwd[size_t(s)]);
+  e.bubble =
+      e.pipeline_s > 0 ? std::max(0.0, 1 - busy / (l.pp * e.pipeline_s)) : 0;  // 0, not -1e-16, without a pipeline
+  // ZeRO's reduce-scatter + all-gather moves what one allreduce moves.
+  e.dp_comm_s = allreduce_s(params_max * spec.dtype_bytes, l.dp, group_link(hw, l.dp, l.tp));
+  // Adam reads the gradient and writes the weight (2 x dtype), and reads and writes its
+  // optimizer state (2 x optimizer bytes), for the parameters this rank updates.
+  const double updated = params_max / (l.zero >= 1 ? l.dp : 1);
+  e.optimizer_s = updated * (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) / hw.memory_bandwidth;
+  e.step_s = e.pipeline_s + e.dp_comm_s + e.optimizer_s;
+  return e;
+}
+
+nlohmann::json layout_to_json(const Layout& l) {
+  return {{"dp", l.dp},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"micro_batches", l.micro_batches},
+          {"schedule", schedule_name(l.schedule)},
+          {"zero", l.zero},
+          {"recompute", l.recompute},
+          {"stage_units", l.stage_units}};
+}
+
+nlohmann::json estimate_to_json(const Estimate& e) {
+  return {{"step_s", e.step_s},
+          {"pipeline_s", e.pipeline_s},
+          {"tp_comm_s", e.tp_comm_s},
+          {"p2p_s", e.p2p_s},
+          {"dp_comm_s", e.dp_comm_s},
+          {"optimizer_s", e.optimizer_s},
+          {"bubble", e.bubble},
+          {"micro_batch", e.micro_batch},
+          {"busiest_stage", e.busiest_stage},
+          {"memory_bytes",
+           {{"total", e.memory.total()},
+            {"weights", e.memory.weights},
+            {"gradients", e.memory.gradients},
+            {"optimizer", e.memory.optimizer},
+            {"activations", e.memory.activations}}}};
+}
+
+}  // namespace gearbox::comm::plan

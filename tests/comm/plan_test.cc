@@ -1,0 +1,201 @@
+// gearbox plan's cost model and search (src/comm/plan) against references outside it: GPT-3's
+// published parameter counts, Narayanan et al.'s closed form for training FLOPs, the textbook
+// pipeline bubble and a hand-played schedule, and a brute-force search over every stage cut.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "comm/plan/cost_model.h"
+#include "comm/plan/search.h"
+
+namespace gearbox::comm::plan {
+namespace {
+
+Hardware test_hardware() {
+  Hardware hw;
+  hw.peak_flops = 100e12;
+  hw.memory_bandwidth = 1e12;
+  hw.matmul_efficiency = 0.6;
+  hw.devices_per_node = 4;
+  hw.intra_node = {50e9, 5e-6};
+  hw.inter_node = {10e9, 30e-6};
+  return hw;
+}
+
+TEST(Plan, ParameterCountsMatchTheGpt3Paper) {
+  // Brown et al. 2020, table 2.1: 1.3B, 13.0B and 175.0B parameters.
+  for (auto [name, published, tolerance] : {std::tuple{"gpt-1.3b", 1.3e9, 0.02}, std::tuple{"gpt-13b", 13.0e9, 0.02},
+                                            std::tuple{"gpt-175b", 175.0e9, 0.01}}) {
+    auto spec = builtin_network(name);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    EXPECT_NEAR(double(spec->total_params()) / published, 1.0, tolerance) << name << ": " << spec->total_params();
+  }
+}
+
+TEST(Plan, TrainingFlopsMatchNarayanansClosedForm) {
+  // Forward + backward = 3 x forward = 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) (Narayanan et al.
+  // 2021, eq. 3 without recomputation).
+  for (const char* name : {"gpt-tiny", "gpt-1.3b", "gpt-13b", "gpt-175b"}) {
+    TransformerSpec sp = builtin_network(name).value();
+    const double B = 3, s = double(sp.seq), L = double(sp.layers), h = double(sp.hidden), V = double(sp.vocab);
+    const double expected = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+    EXPECT_NEAR(3 * forward_flops(sp, 3) / expected, 1.0, 1e-12) << name;
+  }
+}
+
+TEST(Plan, UniformPipelineHasTheTextbookMakespan) {
+  // (m + p - 1) stage-times for GPipe and for 1F1B (Huang et al. 2019; Narayanan et al. 2021).
+  for (int pp : {1, 2, 3, 4, 8})
+    for (int64_t m : {1, 2, 5, 8, 32})
+      for (Schedule s : {Schedule::kGPipe, Schedule::k1F1B}) {
+        std::vector<double> f(size_t(pp), 1.0), b(size_t(pp), 2.0);
+        EXPECT_DOUBLE_EQ(simulate_pipeline(f, b, 0, m, s), double(m + pp - 1) * 3.0)
+            << "pp " << pp << " m " << m << " " << schedule_name(s);
+      }
+}
+
+TEST(Plan, UnevenPipelineMatchesAHandPlayedTimeline) {
+  // Two stages, forward 1 and 2, backward 2 and 4, 0.5 per crossing, 2 micro-batches. Played by
+  // hand (GPipe): stage 1 runs F0 1.5-3.5, F1 3.5-5.5, B0 5.5-9.5, B1 9.5-13.5; stage 0 runs
+  // B0 10-12 and B1 14-16. 1F1B: stage 1 runs F0 1.5-3.5, B0 3.5-7.5, F1 7.5-9.5, B1 9.5-13.5;
+  // stage 0's B1 ends at 16 as well.
+  EXPECT_DOUBLE_EQ(simulate_pipeline({1, 2}, {2, 4}, 0.5, 2, Schedule::kGPipe), 16.0);
+  EXPECT_DOUBLE_EQ(simulate_pipeline({1, 2}, {2, 4}, 0.5, 2, Schedule::k1F1B), 16.0);
+  // One micro-batch: F0 0-1, F1 1.5-3.5, B1 3.5-7.5, B0 8-10.
+  EXPECT_DOUBLE_EQ(simulate_pipeline({1, 2}, {2, 4}, 0.5, 1, Schedule::k1F1B), 10.0);
+}
+
+TEST(Plan, OneF1BKeepsFewerMicroBatchesInFlight) {
+  EXPECT_EQ(in_flight(Schedule::kGPipe, 0, 4, 16), 16);
+  EXPECT_EQ(in_flight(Schedule::k1F1B, 0, 4, 16), 4);
+  EXPECT_EQ(in_flight(Schedule::k1F1B, 3, 4, 16), 1);
+  EXPECT_EQ(in_flight(Schedule::k1F1B, 0, 4, 2), 2);
+}
+
+// Every layout of the search's space with every contiguous stage cut, costed by estimate():
+// the fastest that fits must be what search() returns (the search picks its cut by bisection).
+TEST(Plan, SearchFindsTheBruteForceOptimum) {
+  TransformerSpec sp{"brute", 4, 256, 8, 0, 1000, 64, 32, 2};
+  const Hardware hw = test_hardware();
+  const int n_units = int(sp.layers) + 2;
+  for (int devices : {4, 8}) {
+    for (double limit : {1e12, 30e6, 12e6}) {
+      double brute = std::numeric_limits<double>::infinity();
+      for (int tp : {1, 2, 4, 8})
+        for (int pp : {1, 2, 4, 8}) {
+          if (devices % (tp * pp) != 0 || sp.heads % tp != 0 || pp > n_units) continue;
+          int dp = devices / (tp * pp);
+          if (sp.global_batch % dp != 0) continue;
+          for (int64_t m = 1; m <= sp.global_batch / dp; ++m) {
+            if ((sp.global_batch / dp) % m != 0 || (pp > 1 && m > 8 * pp)) continue;
+            for (Schedule sched : {Schedule::k1F1B, Schedule::kGPipe})
+              for (int zero = 0; zero <= (dp > 1 ? 2 : 0); ++zero)
+                for (bool rc : {false, true}) {
+                  if (pp == 1 && sched == Schedule::kGPipe) continue;
+                  // Every composition of n_units into pp positive parts.
+                  std::vector<int> parts;
+                  std::function<void(int, int)> cut = [&](int left, int stages) {
+                    if (stages == 1) {
+                      parts.push_back(left);
+                      Layout l;
+                      l.dp = dp, l.tp = tp, l.pp = pp, l.micro_batches = m, l.schedule = sched, l.zero = zero;
+                      l.recompute = rc, l.stage_units = parts;
+                      auto e = estimate(sp, hw, l);
+                      ASSERT_TRUE(e.ok()) << e.status().to_string();
+                      if (e->memory.total() <= limit) brute = std::min(brute, e->step_s);
+                      parts.pop_back();
+                      return;
+                    }
+                    for (int k = 1; k <= left - (stages - 1); ++k) {
+                      parts.push_back(k);
+                      cut(left - k, stages - 1);
+                      parts.pop_back();
+                    }
+                  };
+                  cut(n_units, pp);
+                }
+          }
+        }
+      SearchOptions o;
+      o.memory_limit = limit;
+      auto r = search(sp, devices, hw, o);
+      if (std::isinf(brute)) {
+        ASSERT_FALSE(r.ok()) << devices << " devices, limit " << limit;
+        EXPECT_EQ(r.status().code(), ErrorCode::PLAN_INFEASIBLE);
+        continue;
+      }
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
+      const Estimate& got = r->best.front().estimate;
+      EXPECT_LE(got.memory.total(), limit);
+      // The search cannot beat the exhaustive optimum; its min-max cut may miss it only by what
+      // the makespan's dependence on the other stages allows.
+      EXPECT_GE(got.step_s, brute * (1 - 1e-12)) << devices << " devices, limit " << limit;
+      EXPECT_LE(got.step_s, brute * (1 + 1e-3)) << devices << " devices, limit " << limit;
+    }
+  }
+}
+
+TEST(Plan, LargeSearchStaysWithinTheMemoryLimit) {
+  TransformerSpec sp = builtin_network("gpt-175b").value();
+  Hardware hw = test_hardware();
+  hw.devices_per_node = 8;
+  SearchOptions o;
+  o.memory_limit = 80.0 * (1 << 30);
+  o.keep = 20;
+  auto r = search(sp, 1024, hw, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_GT(r->evaluated, 100);
+  for (const Candidate& c : r->best) {
+    EXPECT_LE(c.estimate.memory.total(), o.memory_limit);
+    EXPECT_EQ(c.layout.devices(), 1024);
+  }
+  // 175B parameters at 16 bytes each do not fit one 80 GiB device: the model must be split.
+  EXPECT_GT(r->best.front().layout.tp * r->best.front().layout.pp, 1);
+}
+
+TEST(Plan, SmallClusterAvoidsPlainDataParallelismThatDoesNotFit) {
+  TransformerSpec sp = builtin_network("gpt-1b").value();
+  SearchOptions o;
+  o.memory_limit = 16.0 * (1 << 30);
+  auto r = search(sp, 8, test_hardware(), o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_TRUE(r->has_data_parallel);
+  EXPECT_GT(r->data_parallel.estimate.memory.total(), o.memory_limit);
+  const Layout& l = r->best.front().layout;
+  EXPECT_FALSE(l.dp == 8 && l.zero == 0 && !l.recompute && l.micro_batches == 1)
+      << "chose plain data parallelism, which needs " << r->data_parallel.estimate.memory.total() << " bytes";
+  EXPECT_LE(r->best.front().estimate.memory.total(), o.memory_limit);
+}
+
+TEST(Plan, BadSpecsAndImpossibleLimitsSayWhy) {
+  auto missing = network_from_json({{"layers", 2}, {"hidden", 64}}, "net.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  EXPECT_NE(missing.status().message().find("heads"), std::string::npos);
+  nlohmann::json j{{"layers", 2}, {"hidden", 66}, {"heads", 4}, {"vocab", 10}, {"seq", 8}, {"global_batch", 4}};
+  auto odd = network_from_json(j, "net.json");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("divisible"), std::string::npos);
+  j["hidden"] = 64;
+  j["dtype"] = "int8";
+  EXPECT_EQ(network_from_json(j, "net.json").status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  j["dtype"] = "fp32";
+  j["layers"] = -1;
+  EXPECT_EQ(network_from_json(j, "net.json").status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  EXPECT_EQ(builtin_network("gpt-5").status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  auto link = hardware_from_json({{"intra_node", {{"bandwidth_gbs", 0}}}}, "links.json", test_hardware());
+  EXPECT_EQ(link.status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  auto eff = hardware_from_json({{"device", {{"matmul_efficiency", 2}}}}, "links.json", test_hardware());
+  EXPECT_EQ(eff.status().code(), ErrorCode::PLAN_SPEC_INVALID);
+
+  SearchOptions o;
+  o.memory_limit = 1e6;
+  auto none = search(builtin_network("gpt-tiny").value(), 4, test_hardware(), o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::PLAN_INFEASIBLE);
+  EXPECT_NE(none.status().message().find("the least any needs"), std::string::npos) << none.status().message();
+}
+
+}  // namespace
+}  // namespace gearbox::comm::plan
