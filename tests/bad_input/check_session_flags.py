@@ -91,7 +91,7 @@ def main():
     check(p.returncode == 0 and "engine cpu.ref," in p.stdout, f"run --engines cpu.ref: {p.stdout.strip()[:300]}")
     for args, env, code in [(["--engines", "cpu.ref,cpu.dnn"], None, "ENGINE_UNKNOWN"),
                             ([], {"GEARBOX_ENGINES": "cuda"}, "ENGINE_UNKNOWN"),
-                            ([], {"GEARBOX_NUM_THREADS": "abc"}, "USAGE"),
+                            ([], {"GEARBOX_NUM_THREADS": "abc"}, "ENV_VALUE_INVALID"),
                             (["--threads", "-1"], None, "USAGE")]:
         p = gbx(["run", model, "--random-inputs"] + args, env)
         check(p.returncode != 0 and code in p.stderr, f"run {args} {env}: {code} expected: {p.stderr.strip()[:300]}")

@@ -87,7 +87,7 @@ TEST(SessionOptions, NumericEnvironmentValuesAreValidated) {
     ScopedEnv env("GEARBOX_NUM_THREADS", bad);
     auto o = resolve_session_options({});
     ASSERT_FALSE(o.ok()) << "GEARBOX_NUM_THREADS=" << bad;
-    EXPECT_EQ(o.status().code(), ErrorCode::USAGE);
+    EXPECT_EQ(o.status().code(), ErrorCode::ENV_VALUE_INVALID);
     EXPECT_NE(o.status().message().find(std::string("GEARBOX_NUM_THREADS='") + bad + "'"), std::string::npos)
         << o.status().to_string();
   }
@@ -102,7 +102,7 @@ TEST(SessionOptions, NumericEnvironmentValuesAreValidated) {
   }
   {
     ScopedEnv env("GEARBOX_PLAN_CACHE_SIZE", "lots");
-    EXPECT_EQ(Session::create(conv_relu()).status().code(), ErrorCode::USAGE);
+    EXPECT_EQ(Session::create(conv_relu()).status().code(), ErrorCode::ENV_VALUE_INVALID);
   }
   {
     ScopedEnv env("GEARBOX_PLAN_CACHE_SIZE", "0");
@@ -110,7 +110,7 @@ TEST(SessionOptions, NumericEnvironmentValuesAreValidated) {
   }
   {
     ScopedEnv env("GEARBOX_CONV_WINOGRAD", "no");
-    EXPECT_EQ(resolve_session_options({}).status().code(), ErrorCode::USAGE);
+    EXPECT_EQ(resolve_session_options({}).status().code(), ErrorCode::ENV_VALUE_INVALID);
   }
   SessionOptions bf16;
   bf16.precision = "bf16";  // a placeholder until the precision pass exists
