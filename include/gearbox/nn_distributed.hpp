@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -152,5 +153,62 @@ class DistributedSampler {
 
 // Rows `indices` of x (along axis 0), as a new tensor: a sampler's batch of a data set.
 Tensor index_rows(const Tensor& x, const std::vector<int64_t>& indices);
+
+// ---- pipeline parallelism ----------------------------------------------------------------
+// A network cut into stages, one per rank of `group` (rank k runs stage k): each training step
+// splits the global batch into micro-batches, sends each micro-batch's activations forward
+// (rank k -> k+1) and their gradients backward with send/recv, and accumulates the parameters'
+// gradients over the micro-batches, so that after train_step() each stage holds the gradient of
+// the global batch's mean loss for its own parameters and a local optimizer step trains exactly
+// what a single process would (up to float reassociation).
+//
+//   auto stage = std::make_shared<nn::Sequential>(my_layers);        // this rank's part
+//   nn::PipelineParallel pipe(stage, pg, {.micro_batches = 8});
+//   nn::SGD opt(stage->parameters(), {.lr = 0.1});
+//   opt.zero_grad();
+//   double loss = pipe.train_step(x, y, nn::cross_entropy);  // x read by stage 0, y by the last
+//   opt.step();
+enum class PipelineSchedule {
+  GPipe,     // every micro-batch's forward, then every backward (all activations kept)
+  OneFOneB,  // after a warm-up, one forward and one backward in turn (stage k keeps <= size-k)
+};
+
+struct PipelineOptions {
+  int64_t micro_batches = 4;  // must divide the batch
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+};
+
+struct PipelineStats {
+  uint64_t steps = 0;
+  double last_step_s = 0;  // wall time of the last train_step on this rank
+  double last_busy_s = 0;  // of which this stage computed (forward + backward)
+  // 1 - busy / wall of the last step on this rank: the measured bubble (plus communication).
+  double last_idle_fraction = 0;
+  // (size - 1) / (micro_batches + size - 1): the schedule's ideal bubble.
+  double ideal_bubble = 0;
+  int64_t max_in_flight = 0;  // the most micro-batches whose activations this stage held at once
+};
+
+using LossFunction = std::function<Tensor(const Tensor& output, const Tensor& target)>;
+
+class PipelineParallel {
+ public:
+  PipelineParallel(std::shared_ptr<Module> stage, std::shared_ptr<ProcessGroup> group, PipelineOptions options = {});
+  // One step's forward and backward over a batch (rows on axis 0): the first stage reads `input`,
+  // the last reads `target` and applies `loss` (a mean over the micro-batch's rows); other ranks'
+  // arguments are ignored (pass undefined tensors). Gradients are added to the stage's
+  // parameters' grad() (zero them before, as usual). Returns the batch's mean loss on every rank.
+  // A collective: all ranks call it together. Throws nn::Error (INVALID_ARGUMENT for a batch the
+  // micro-batches do not divide; the communicator's codes when a rank fails).
+  double train_step(const Tensor& input, const Tensor& target, const LossFunction& loss);
+  const PipelineStats& stats() const { return stats_; }
+  Module& stage() { return *stage_; }
+
+ private:
+  std::shared_ptr<Module> stage_;
+  std::shared_ptr<ProcessGroup> group_;
+  PipelineOptions opt_;
+  PipelineStats stats_;
+};
 
 }  // namespace gbx::nn

@@ -21,9 +21,12 @@
 #include "comm/gloo_communicator.h"
 #include "comm/store.h"
 #include "gearbox/nn_distributed.hpp"
+#include "parallel_test_util.h"
 
 namespace nn = gbx::nn;
+using gearbox::comm::testing::join;
 using gearbox::comm::testing::RankResult;
+using gearbox::comm::testing::read_double;
 using gearbox::comm::testing::run_ranks;
 
 namespace {
@@ -163,12 +166,6 @@ void save(const RunResult& r, const std::string& path) {
     << std::hexfloat << r.stats.max_compression_error << '\n';
 }
 
-double read_double(std::istream& in) {
-  std::string s;
-  in >> s;
-  return std::strtod(s.c_str(), nullptr);  // operator>> does not parse hexfloat in libstdc++
-}
-
 RunResult load(const std::string& path) {
   std::ifstream f(path);
   RunResult r;
@@ -189,26 +186,6 @@ RunResult load(const std::string& path) {
       r.stats.buckets_launched_in_backward;
   r.stats.max_compression_error = read_double(f);
   return r;
-}
-
-std::shared_ptr<nn::ProcessGroup> join(int rank, int size, const std::string& dir,
-                                       std::unique_ptr<gearbox::comm::GlooCommunicator>* keep, std::string* error) {
-  auto store = gearbox::comm::open_store("file:" + dir + "/store");
-  if (!store) {
-    *error = store.status().to_string();
-    return nullptr;
-  }
-  gearbox::comm::GlooOptions o;
-  o.rank = rank;
-  o.size = size;
-  o.timeout = std::chrono::seconds(30);
-  auto c = gearbox::comm::GlooCommunicator::create(*store, o);
-  if (!c) {
-    *error = c.status().to_string();
-    return nullptr;
-  }
-  *keep = std::move(*c);
-  return std::make_shared<nn::ProcessGroup>(**keep);
 }
 
 // Runs the reference (one forked child) and the data-parallel job on `ranks` forked ranks. Returns
