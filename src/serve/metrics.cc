@@ -178,6 +178,9 @@ std::string Metrics::render() const {
             [](const ModelMetrics& m) { return static_cast<double>(m.batches.load()); });
   per_model("gearbox_inference_in_flight_requests", "gauge", "Inference requests received and not yet answered",
             [](const ModelMetrics& m) { return static_cast<double>(m.in_flight.load()); });
+  per_model("gearbox_inference_queued_requests", "gauge",
+            "Inference requests waiting for a worker (at most --max-queue; more are answered 503 SERVE_QUEUE_FULL)",
+            [](const ModelMetrics& m) { return static_cast<double>(m.queued.load()); });
   auto histogram = [&](const char* name, const char* help, const Histogram ModelMetrics::*h) {
     family(&out, name, "histogram", help);
     for (const auto& m : models_) ((*m).*h).render(name, m->labels, &out);

@@ -42,6 +42,7 @@ struct ModelMetrics {
   std::string labels;  // model="...",version="...",device="..."
   std::atomic<uint64_t> success{0}, failure{0}, samples{0}, batches{0};
   std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> queued{0};  // waiting in the model's queue for a worker
   Histogram queue_seconds, compute_seconds, request_seconds, batch_size;
 
   // Compute busy time of the workers: finished runs add to busy_ns; running ones are counted
@@ -66,8 +67,7 @@ class Metrics {
  public:
   Metrics();
   ~Metrics();
-  ModelMetrics& add_model(const std::string& model, const std::string& version, const std::string& device,
-                          int workers);
+  ModelMetrics& add_model(const std::string& model, const std::string& version, const std::string& device, int workers);
   void record_http_response(int status);
   // The whole exposition, every family with HELP and TYPE (families whose source the
   // machine lacks, e.g. CPU temperature sensors, have no samples).

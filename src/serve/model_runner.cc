@@ -68,10 +68,11 @@ std::optional<RunOptions::Clock::time_point> ModelRunner::deadline_for(RunOption
 }
 
 Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs,
-                                        std::optional<RunOptions::Clock::time_point> deadline) {
+                                        std::optional<RunOptions::Clock::time_point> deadline,
+                                        const std::function<bool()>& abandoned) {
   auto job = std::make_unique<Job>();
   job->run_options.deadline = deadline;
-  job->run_options.terminate = cancel_;
+  const CancelToken terminate = job->run_options.terminate;  // this request's own flag
   if (batching_.load()) {
     int64_t rows = -1;
     for (const auto& io : session_->inputs()) {
@@ -94,9 +95,17 @@ Result<InferOutcome> ModelRunner::infer(std::map<std::string, Tensor> inputs,
     if (stopping_)
       return make_error(ErrorCode::SERVE_SHUTTING_DOWN, "model '", name_,
                         "' is draining its queue and takes no new requests");
+    if (queue_.size() >= static_cast<size_t>(std::max(0, options_.max_queue)))
+      return make_error(ErrorCode::SERVE_QUEUE_FULL, "model '", name_, "' has ", queue_.size(),
+                        " requests waiting for a worker (--max-queue ", options_.max_queue, ")");
     queue_.push_back(std::move(job));
+    ++metrics_->queued;
   }
   cv_.notify_all();
+  // The run checks only its own flag; it is set here, within a tick, when the runner is
+  // cancelled or the client has gone.
+  while (done.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+    if (!terminate.cancelled() && (cancel_.cancelled() || (abandoned && abandoned()))) terminate.cancel();
   return done.get();
 }
 
@@ -108,6 +117,7 @@ void ModelRunner::worker_loop(int worker) {
     std::vector<JobPtr> batch;
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
+    --metrics_->queued;
     if (batching_.load() && batch[0]->rows > 0) collect_batch(lock, &batch);
     lock.unlock();
     run_jobs(batch, worker);
@@ -130,6 +140,7 @@ void ModelRunner::collect_batch(std::unique_lock<std::mutex>& lock, std::vector<
         rows += j.rows;
         batch->push_back(std::move(*it));
         it = queue_.erase(it);
+        --metrics_->queued;
       } else {
         ++it;
       }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -32,6 +33,9 @@ struct RunnerOptions {
   // with RUN_DEADLINE_EXCEEDED (504); 0: no limit. A request's Gearbox-Timeout header may
   // shorten it, never lengthen it.
   double request_timeout = 0;
+  // Requests waiting for a worker at most; one more is refused at once with SERVE_QUEUE_FULL
+  // (503 with Retry-After) rather than waiting behind them.
+  int max_queue = 64;
 };
 
 struct InferOutcome {
@@ -60,11 +64,16 @@ class ModelRunner {
   // Session::validate (names, dtypes, fixed dims, missing inputs) with the model's name, done
   // before a request is queued so that a bad request never joins a batch.
   Status check(const std::map<std::string, Tensor>& inputs) const;
-  // Queues the request and blocks until it has run. SERVE_SHUTTING_DOWN after shutdown().
+  // Queues the request and blocks until it has run. SERVE_SHUTTING_DOWN after shutdown(),
+  // SERVE_QUEUE_FULL when max_queue requests are already waiting.
   // `deadline`: when its run must have finished (RUN_DEADLINE_EXCEEDED after it; a request
   // still queued then fails without running); none: no limit.
+  // `abandoned`: polled while the request waits or runs; once it returns true (the client hung
+  // up) the request's run is cancelled (RUN_CANCELLED), so it frees its worker within
+  // milliseconds. A request merged into a batch runs to the batch's end.
   Result<InferOutcome> infer(std::map<std::string, Tensor> inputs,
-                             std::optional<RunOptions::Clock::time_point> deadline = std::nullopt);
+                             std::optional<RunOptions::Clock::time_point> deadline = std::nullopt,
+                             const std::function<bool()>& abandoned = {});
   // The deadline of a request that arrived at `arrival`, given its Gearbox-Timeout (0: none):
   // the earlier of the model's request_timeout and the header's.
   std::optional<RunOptions::Clock::time_point> deadline_for(RunOptions::Clock::time_point arrival,
@@ -81,7 +90,7 @@ class ModelRunner {
     int64_t rows = 0;       // first-dim size shared by every input; 0: not batchable
     std::string signature;  // dtypes and trailing dims: jobs merge only with equal ones
     double enqueued = 0;
-    RunOptions run_options;  // the request's deadline and the runner's cancel flag
+    RunOptions run_options;  // the request's deadline and its own cancel flag (see infer())
     std::promise<Result<InferOutcome>> done;
   };
   using JobPtr = std::unique_ptr<Job>;
@@ -99,7 +108,7 @@ class ModelRunner {
   RunnerOptions options_;
   ModelMetrics* metrics_;
   std::atomic<bool> batching_{false};
-  CancelToken cancel_;  // shared by every job's RunOptions: cancel_runs()
+  CancelToken cancel_;  // cancel_runs(): merged runs check it, waiting requests pass it on to their own
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -40,6 +40,10 @@ struct ServeOptions {
   double request_timeout = 0;               // --request-timeout: every model's default, 0 none
   std::vector<std::string> model_timeouts;  // --model-timeout NAME=SECONDS
   double grace_period = 30;                 // --grace-period: SIGTERM to cancelling the runs
+  int max_queue = 64;                       // --max-queue: requests waiting per model
+  double header_timeout = 10;               // --header-timeout: a request's header must arrive in it
+  double body_timeout = 60;                 // --body-timeout: its body, from the header's end
+  double keep_alive_timeout = 2;            // --keep-alive-timeout: an idle connection stays open
 };
 
 // A number of seconds >= 0 (`positive`: > 0) from a flag's value.
@@ -89,9 +93,10 @@ int serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   if (o.workers < 1 || o.max_batch < 1 || o.batch_timeout_us < 0 || o.max_request_bytes < 1 || o.http_threads < 1 ||
-      o.port < 0 || o.port > 65535 || o.metrics_port < -1 || o.metrics_port > 65535)
+      o.max_queue < 0 || o.port < 0 || o.port > 65535 || o.metrics_port < -1 || o.metrics_port > 65535)
     return report(make_error(ErrorCode::USAGE,
                              "--workers, --max-batch, --http-threads and --max-request-bytes must be >= 1, "
+                             "--max-queue >= 0, "
                              "--batch-timeout-us >= 0, ports 0..65535 (--metrics-port -1 disables metrics)"));
   serve::ServerOptions so;
   so.host = o.host;
@@ -99,6 +104,14 @@ int serve(const ServeOptions& o) {
   so.metrics_port = o.metrics_port;
   so.http_threads = o.http_threads;
   so.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
+  for (auto [flag, seconds] : {std::pair{"--header-timeout", o.header_timeout},
+                               {"--body-timeout", o.body_timeout},
+                               {"--keep-alive-timeout", o.keep_alive_timeout}})
+    if (!std::isfinite(seconds) || seconds <= 0)
+      return report(make_error(ErrorCode::USAGE, flag, " must be a number of seconds > 0"));
+  so.header_timeout = o.header_timeout;
+  so.body_timeout = o.body_timeout;
+  so.keep_alive_timeout = o.keep_alive_timeout;
   if (!o.auth_token_file.empty()) {
     auto token = read_token(o.auth_token_file);
     if (!token.ok()) return report(token.status());
@@ -150,6 +163,7 @@ int serve(const ServeOptions& o) {
     ro.max_batch = o.max_batch;
     ro.batch_timeout_us = o.batch_timeout_us;
     ro.request_timeout = o.request_timeout;
+    ro.max_queue = o.max_queue;
     if (auto it = model_timeouts.find(name); it != model_timeouts.end()) {
       ro.request_timeout = it->second;
       model_timeouts.erase(it);
@@ -226,6 +240,16 @@ void add_serve_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--model-timeout", o->model_timeouts, "NAME=SECONDS: --request-timeout for one model (repeatable)");
   sub->add_option("--grace-period", o->grace_period,
                   "Seconds after SIGTERM/SIGINT before the runs still in flight are cancelled (default 30)");
+  sub->add_option("--max-queue", o->max_queue,
+                  "Requests that may wait for a model's workers; more are answered 503 SERVE_QUEUE_FULL with "
+                  "Retry-After (default 64)");
+  sub->add_option("--header-timeout", o->header_timeout,
+                  "Seconds a request's header may take to arrive, from its first byte (from the connection for a "
+                  "connection's first request); slower clients get 408 SERVE_CLIENT_TOO_SLOW (default 10)");
+  sub->add_option("--body-timeout", o->body_timeout,
+                  "Seconds a request's body may take to arrive after its header (408 after; default 60)");
+  sub->add_option("--keep-alive-timeout", o->keep_alive_timeout,
+                  "Seconds an idle kept-alive connection stays open (default 2)");
   sub->add_option("--auth-token-file", o->auth_token_file,
                   "Require 'Authorization: Bearer <token>' with the token in this file");
   sub->callback([o, action] { *action = [o] { return serve(*o); }; });

@@ -155,3 +155,58 @@ def metric_samples(text, name):
             labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
             out.append((labels, float(m.group(4))))
     return out
+
+
+class RawConnection:
+    """One TCP connection to the server, written to byte for byte (malformed framing,
+    pipelining, slow clients) and read back as HTTP/1.1 responses."""
+
+    def __init__(self, url, timeout=30):
+        import socket
+        host, port = url.split("//", 1)[1].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("the server closed the connection")
+        self.buf += chunk
+
+    def read_response(self):
+        """(status, {lowercased header: value}, body bytes) of the next response."""
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = {}
+        for line in lines[1:]:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0"))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return status, headers, body
+
+    def closed_by_server(self):
+        """True when the server has closed the connection (reads EOF, or a reset)."""
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+def post_bytes(path, body, content_type="application/json", extra=""):
+    """A well-formed HTTP/1.1 POST as bytes."""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
