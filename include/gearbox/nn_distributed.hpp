@@ -154,6 +154,74 @@ class DistributedSampler {
 // Rows `indices` of x (along axis 0), as a new tensor: a sampler's batch of a data set.
 Tensor index_rows(const Tensor& x, const std::vector<int64_t>& indices);
 
+// ---- tensor parallelism ------------------------------------------------------------------
+// Megatron-LM's layers: every rank of `group` sees the same input and holds a slice of each
+// weight. A column-parallel Linear splits the output features, a row-parallel one the input
+// features; a column layer followed by a row layer (an MLP block) needs one allreduce in the
+// forward pass (after the row layer) and one in the backward pass (before the column layer).
+// Each layer draws its full weight as nn::Linear would, from the same generator state on every
+// rank (call manual_seed alike), and keeps its slice: so a tensor-parallel network starts from
+// exactly the weights of its one-process twin.
+//
+//   auto pg = nn::ProcessGroup::from_environment();
+//   nn::Sequential mlp({std::make_shared<nn::ColumnParallelLinear>(1024, 4096, pg),
+//                       std::make_shared<nn::ReLU>(),
+//                       std::make_shared<nn::RowParallelLinear>(4096, 1024, pg)});
+
+// The region functions the layers are built from (usable for layers of one's own):
+// forward identity, backward allreduce-sum of the gradient over the group (Megatron's f).
+Tensor copy_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+// forward allreduce-sum over the group, backward identity (Megatron's g).
+Tensor reduce_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+// forward: the ranks' tensors concatenated on the last axis in rank order; backward: this rank's
+// slice of the gradient.
+Tensor gather_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+// forward: this rank's equal slice of the last axis; backward: the slices' gradients gathered.
+Tensor scatter_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+
+struct ColumnParallelLinearOptions {
+  bool bias = true;
+  bool gather_output = false;  // true: every rank gets the full output (an allgather)
+};
+// y = x W^T + b with W's rows (output features) split over the ranks: rank r holds rows
+// [r out/N, (r+1) out/N) of weight and bias, and outputs those features unless gather_output.
+// out_features must be divisible by the group size (else INVALID_ARGUMENT).
+class ColumnParallelLinear : public Module {
+ public:
+  ColumnParallelLinear(int64_t in_features, int64_t out_features, std::shared_ptr<ProcessGroup> group,
+                       ColumnParallelLinearOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  const Tensor& weight() const { return weight_; }  // [out/N, in]
+  const Tensor& bias() const { return bias_; }      // [out/N]
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  ColumnParallelLinearOptions opt_;
+  Tensor weight_, bias_;
+};
+
+struct RowParallelLinearOptions {
+  bool bias = true;
+  bool input_is_parallel = true;  // the input is already this rank's slice (a column layer's output)
+};
+// y = x W^T + b with W's columns (input features) split: rank r holds columns
+// [r in/N, (r+1) in/N) of weight; the partial products are summed over the ranks (an
+// allreduce) and the bias, whole on every rank, is added after. in_features must be divisible
+// by the group size.
+class RowParallelLinear : public Module {
+ public:
+  RowParallelLinear(int64_t in_features, int64_t out_features, std::shared_ptr<ProcessGroup> group,
+                    RowParallelLinearOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  const Tensor& weight() const { return weight_; }  // [out, in/N]
+  const Tensor& bias() const { return bias_; }      // [out], replicated
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  RowParallelLinearOptions opt_;
+  Tensor weight_, bias_;
+};
+
 // ---- pipeline parallelism ----------------------------------------------------------------
 // A network cut into stages, one per rank of `group` (rank k runs stage k): each training step
 // splits the global batch into micro-batches, sends each micro-batch's activations forward

@@ -19,6 +19,21 @@ bool grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
+namespace {
+
+// Links `outputs` to `node`, which records `inputs`: the outputs now require a gradient.
+void record(std::shared_ptr<TapeNode> node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  node->inputs = inputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    node->outputs.push_back(wrap(outputs[i].impl()->value));
+    outputs[i].impl()->requires_grad = true;
+    outputs[i].impl()->grad_fn = node;
+    outputs[i].impl()->output_index = i;
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs,
                           size_t num_outputs) {
   std::vector<gearbox::Tensor> values;
@@ -36,14 +51,23 @@ std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, g
   auto node = std::make_shared<TapeNode>();
   node->op = op;
   node->attrs = std::move(attrs);
-  node->inputs = inputs;
-  for (size_t i = 0; i < result.size(); ++i) {
-    node->outputs.push_back(wrap(result[i].impl()->value));
-    result[i].impl()->requires_grad = true;
-    result[i].impl()->grad_fn = node;
-    result[i].impl()->output_index = i;
-  }
+  record(std::move(node), inputs, result);
   return result;
+}
+
+std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,
+                                   std::vector<Tensor> outputs, FunctionBackward backward) {
+  bool needs_grad = false;
+  for (const Tensor& t : inputs) needs_grad = needs_grad || (t.defined() && t.impl()->requires_grad);
+  if (!needs_grad || !g_grad_enabled) return outputs;
+  auto node = std::make_shared<TapeNode>();
+  node->op = OpSpec{name, "gearbox.function"};
+  node->function_backward = std::move(backward);
+  // Fresh tensors: an output may be an input itself (an identity forward), whose own grad_fn
+  // must stay as it is.
+  for (Tensor& o : outputs) o = wrap(value_of(o, "a function's output"));
+  record(std::move(node), inputs, outputs);
+  return outputs;
 }
 
 namespace {
@@ -155,11 +179,16 @@ void Tensor::backward(const Tensor& grad_output) const {
     }
     std::vector<Tensor> out_grads = std::move(it->second);
     grads.erase(it);
-    const GradientBuilder* builder = GradientRegistry::global().find(node->op.domain, node->op.op_type);
-    if (!builder)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "op ", node->op.op_type,
-                                       " has no gradient builder (autodiff/gradients/)"));
-    std::vector<Tensor> in_grads = (*builder)(*node, out_grads);
+    std::vector<Tensor> in_grads;
+    if (node->function_backward) {
+      in_grads = node->function_backward(out_grads);
+    } else {
+      const GradientBuilder* builder = GradientRegistry::global().find(node->op.domain, node->op.op_type);
+      if (!builder)
+        throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "op ", node->op.op_type,
+                                         " has no gradient builder (autodiff/gradients/)"));
+      in_grads = (*builder)(*node, out_grads);
+    }
     for (size_t i = 0; i < node->inputs.size() && i < in_grads.size(); ++i) {
       const Tensor& in = node->inputs[i];
       if (!in.defined() || !in.impl()->requires_grad || !in_grads[i].defined()) continue;

@@ -1,0 +1,150 @@
+// Tensor parallelism (Megatron-LM's column- and row-parallel Linear) on the comm layer. The
+// collectives are not ops the dispatcher runs, so each region function records itself on the
+// tape with its own backward (autodiff/tape.h: apply_function), the way torch's Megatron code
+// uses autograd.Function.
+#include <cmath>
+
+#include "comm/communicator.h"
+#include "frontend/autodiff/tape.h"
+#include "frontend/tensor_impl.h"
+#include "gearbox/nn_distributed.hpp"
+
+namespace gbx::nn {
+
+using gearbox::ErrorCode;
+
+namespace {
+
+// The sum over the group of every rank's x (a new tensor; x is left alone).
+Tensor allreduce_sum(const Tensor& x, ProcessGroup& group) {
+  gearbox::Tensor v = value_of(x, "a tensor-parallel region's input").clone();
+  throw_if_error(group.communicator().allreduce(v));
+  return wrap(std::move(v));
+}
+
+// Every rank's x concatenated on the last axis, in rank order.
+Tensor allgather_last_axis(const Tensor& x, ProcessGroup& group) {
+  gearbox::Tensor stacked;  // [size, x.dims...]
+  throw_if_error(group.communicator().allgather(value_of(x, "a tensor-parallel region's input"), stacked));
+  const std::vector<int64_t> dims = x.shape();
+  const int64_t k = int64_t(dims.size());
+  NoGradGuard no_grad;
+  // [size, d0, ..., dk-1] -> [d0, ..., size, dk-1] -> [d0, ..., size * dk-1]
+  std::vector<int64_t> perm;
+  for (int64_t a = 1; a < k; ++a) perm.push_back(a);
+  perm.push_back(0);
+  perm.push_back(k);
+  std::vector<int64_t> shape(dims.begin(), dims.end() - 1);
+  shape.push_back(dims.back() * group.size());
+  return reshape(transpose(wrap(std::move(stacked)), perm), shape);
+}
+
+// This rank's equal slice of x's last axis.
+Tensor own_slice_last_axis(const Tensor& x, const ProcessGroup& group, const char* what) {
+  const int64_t n = x.shape().back(), p = group.size();
+  if (n % p != 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, what, ": the last axis of ", x.describe(),
+                                     " does not split into ", p, " equal slices"));
+  return slice(x, int64_t(x.shape().size()) - 1, group.rank() * (n / p), (group.rank() + 1) * (n / p));
+}
+
+void check_group(const std::shared_ptr<ProcessGroup>& group, const char* layer) {
+  if (!group) throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, layer, " needs a process group"));
+}
+
+void check_split(int64_t features, const std::shared_ptr<ProcessGroup>& group, const char* layer, const char* which) {
+  if (features <= 0 || features % group->size() != 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, layer, ": ", which, " ", features,
+                                     " must be a positive multiple of the group size ", group->size()));
+}
+
+// A copy that owns its buffer: parameters are updated in place.
+Tensor owned(const Tensor& t) {
+  NoGradGuard no_grad;
+  return t.clone();
+}
+
+}  // namespace
+
+Tensor copy_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "copy_to_tensor_parallel_region");
+  return apply_function("CopyToTensorParallelRegion", {x}, {x}, [group](const std::vector<Tensor>& g) {
+    return std::vector<Tensor>{g[0].defined() ? allreduce_sum(g[0], *group) : Tensor()};
+  })[0];
+}
+
+Tensor reduce_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "reduce_from_tensor_parallel_region");
+  return apply_function("ReduceFromTensorParallelRegion", {x}, {allreduce_sum(x, *group)},
+                        [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0]}; })[0];
+}
+
+Tensor gather_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "gather_from_tensor_parallel_region");
+  return apply_function("GatherFromTensorParallelRegion", {x}, {allgather_last_axis(x, *group)},
+                        [group](const std::vector<Tensor>& g) {
+                          if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
+                          return std::vector<Tensor>{own_slice_last_axis(g[0], *group, "a gathered gradient")};
+                        })[0];
+}
+
+Tensor scatter_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "scatter_to_tensor_parallel_region");
+  Tensor mine;
+  {
+    NoGradGuard no_grad;
+    mine = own_slice_last_axis(x, *group, "scatter_to_tensor_parallel_region");
+  }
+  return apply_function("ScatterToTensorParallelRegion", {x}, {mine}, [group](const std::vector<Tensor>& g) {
+    return std::vector<Tensor>{g[0].defined() ? allgather_last_axis(g[0], *group) : Tensor()};
+  })[0];
+}
+
+ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_features,
+                                           std::shared_ptr<ProcessGroup> group, ColumnParallelLinearOptions options)
+    : group_(std::move(group)), opt_(options) {
+  check_group(group_, "ColumnParallelLinear");
+  check_split(out_features, group_, "ColumnParallelLinear", "out_features");
+  if (in_features <= 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "ColumnParallelLinear: in_features ", in_features,
+                                     " must be positive"));
+  // The full weight and bias drawn as nn::Linear draws them (same bound, same order), then this
+  // rank's rows.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  const int64_t rows = out_features / group_->size(), first = group_->rank() * rows;
+  Tensor w = Tensor::uniform({out_features, in_features}, -bound, bound);
+  weight_ = register_parameter("weight", owned(slice(w, 0, first, first + rows)));
+  if (opt_.bias) {
+    Tensor b = Tensor::uniform({out_features}, -bound, bound);
+    bias_ = register_parameter("bias", owned(slice(b, 0, first, first + rows)));
+  }
+}
+
+Tensor ColumnParallelLinear::forward(const Tensor& x) {
+  Tensor y = linear(copy_to_tensor_parallel_region(x, group_), weight_, bias_);
+  return opt_.gather_output ? gather_from_tensor_parallel_region(y, group_) : y;
+}
+
+RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, std::shared_ptr<ProcessGroup> group,
+                                     RowParallelLinearOptions options)
+    : group_(std::move(group)), opt_(options) {
+  check_group(group_, "RowParallelLinear");
+  check_split(in_features, group_, "RowParallelLinear", "in_features");
+  if (out_features <= 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "RowParallelLinear: out_features ", out_features,
+                                     " must be positive"));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  const int64_t cols = in_features / group_->size(), first = group_->rank() * cols;
+  Tensor w = Tensor::uniform({out_features, in_features}, -bound, bound);
+  weight_ = register_parameter("weight", owned(slice(w, 1, first, first + cols)));
+  if (opt_.bias) bias_ = register_parameter("bias", owned(Tensor::uniform({out_features}, -bound, bound)));
+}
+
+Tensor RowParallelLinear::forward(const Tensor& x) {
+  Tensor in = opt_.input_is_parallel ? x : scatter_to_tensor_parallel_region(x, group_);
+  Tensor y = reduce_from_tensor_parallel_region(linear(in, weight_), group_);
+  // The bias after the sum: added once, not once per rank.
+  return bias_.defined() ? add(y, bias_) : y;
+}
+
+}  // namespace gbx::nn
