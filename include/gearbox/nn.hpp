@@ -154,7 +154,7 @@ Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
 // a [.., M, K] @ b [.., K, N], batch dims broadcast (rank >= 2).
 Tensor matmul(const Tensor& a, const Tensor& b);
-// x [N, in] @ weight [out, in]^T + bias [out] (bias may be undefined): torch's F.linear.
+// x [..., in] @ weight [out, in]^T + bias [out] (bias may be undefined): torch's F.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 // Empty axes: all of them.
 Tensor sum(const Tensor& x, std::vector<int64_t> axes = {}, bool keepdims = false);
@@ -344,6 +344,65 @@ class Embedding : public Module {
 
  private:
   Tensor weight_;
+};
+
+// torch.nn.MultiheadAttention (scaled dot-product attention over num_heads heads of
+// embed_dim / num_heads features): parameters in_proj_weight [3E, E] (Xavier-uniform),
+// in_proj_bias [3E] (zeros), out_proj.weight [E, E] and out_proj.bias [E] (zeros), named as
+// torch names them so a torch state dict loads. Inputs [batch, seq, E] with batch_first, else
+// [seq, batch, E] (torch's default). attn_mask, if defined, is added to the scores: a float
+// [L, S] mask (0 to keep, -inf or a large negative to mask). Keys of different lengths from the
+// queries (cross-attention) are fine; key_padding_mask and bool masks are not supported.
+struct MultiheadAttentionOptions {
+  double dropout = 0.0;  // on the attention weights, in train()
+  bool bias = true;
+  bool batch_first = false;
+};
+struct AttentionResult {
+  Tensor output;   // like query
+  Tensor weights;  // [batch, L, S], averaged over the heads; undefined unless need_weights
+};
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {});
+  AttentionResult attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                         const Tensor& attn_mask = Tensor(), bool need_weights = true);
+  Tensor forward(const Tensor& x) override { return attend(x, x, x, Tensor(), false).output; }  // self-attention
+
+ private:
+  int64_t embed_dim_, num_heads_;
+  MultiheadAttentionOptions opt_;
+  Tensor in_proj_weight_, in_proj_bias_;
+  std::shared_ptr<Linear> out_proj_;
+};
+
+// torch.nn.TransformerEncoderLayer: self-attention and a feed-forward block (linear1,
+// activation, linear2), each with dropout, a residual connection and a LayerNorm, after
+// (post-norm, torch's default) or before (norm_first) the block. Submodules self_attn, linear1,
+// linear2, norm1, norm2 as torch names them.
+struct TransformerEncoderLayerOptions {
+  int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  bool gelu = false;  // the activation: relu (torch's default) or gelu
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;
+};
+class TransformerEncoderLayer : public Module {
+ public:
+  TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerEncoderLayerOptions options = {});
+  // src_mask: as MultiheadAttention's attn_mask.
+  Tensor forward(const Tensor& src, const Tensor& src_mask);
+  Tensor forward(const Tensor& src) override { return forward(src, Tensor()); }
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const Tensor& mask);
+  Tensor feed_forward_block(const Tensor& x);
+
+  TransformerEncoderLayerOptions opt_;
+  std::shared_ptr<MultiheadAttention> self_attn_;
+  std::shared_ptr<Linear> linear1_, linear2_;
+  std::shared_ptr<LayerNorm> norm1_, norm2_;
 };
 
 class ReLU : public Module {

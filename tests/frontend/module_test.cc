@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 
 #include "gearbox/nn.hpp"
 
@@ -168,6 +170,45 @@ TEST(NnModule, LayerNormPoolsEmbedding) {
   EXPECT_THROW(max_pool2d(img, {3}, {1}, {2}), Error);            // padding over half the kernel
   EXPECT_THROW(conv2d(img, Tensor::zeros({1, 2, 3, 3})), Error);  // channel mismatch
   EXPECT_THROW(Conv2d(3, 4, {3}, Conv2dOptions{.groups = 2}), Error);
+}
+
+// torch's parameter names, shapes and initialization (zero biases, Xavier bound on the stacked
+// projection), and clear errors for shapes attention cannot take.
+TEST(NnModule, MultiheadAttentionParametersAndErrors) {
+  manual_seed(4);
+  MultiheadAttention mha(8, 2, MultiheadAttentionOptions{.batch_first = true});
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (auto& [name, p] : mha.named_parameters()) shapes[name] = p.shape();
+  EXPECT_EQ(
+      shapes,
+      (std::map<std::string, std::vector<int64_t>>{
+          {"in_proj_weight", {24, 8}}, {"in_proj_bias", {24}}, {"out_proj.weight", {8, 8}}, {"out_proj.bias", {8}}}));
+  const double bound = std::sqrt(6.0 / (8 + 24));
+  for (float v : mha.state_dict().at("in_proj_weight").to_float_vector()) EXPECT_LE(std::abs(v), bound);
+  for (const char* b : {"in_proj_bias", "out_proj.bias"})
+    for (float v : mha.state_dict().at(b).to_float_vector()) EXPECT_EQ(v, 0.0f) << b;
+  auto code_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(code_of([] { MultiheadAttention(10, 3); }), "INVALID_ARGUMENT");     // heads do not divide
+  EXPECT_EQ(code_of([&] { mha(Tensor::zeros({2, 5, 6})); }), "SHAPE_MISMATCH");  // wrong embedding
+  EXPECT_EQ(code_of([&] { mha(Tensor::zeros({5, 8})); }), "SHAPE_MISMATCH");     // no batch axis
+  EXPECT_EQ(code_of([&] {
+              mha.attend(Tensor::zeros({2, 5, 8}), Tensor::zeros({3, 4, 8}), Tensor::zeros({3, 4, 8}));
+            }),
+            "SHAPE_MISMATCH");  // batch sizes differ
+  EXPECT_EQ(
+      code_of([&] {
+        mha.attend(Tensor::zeros({2, 5, 8}), Tensor::zeros({2, 4, 8}), Tensor::zeros({2, 4, 8}), Tensor::zeros({5, 5}));
+      }),
+      "SHAPE_MISMATCH");  // mask is not [L, S]
+  EXPECT_EQ(code_of([] { TransformerEncoderLayer(8, 2, TransformerEncoderLayerOptions{.dim_feedforward = 0}); }),
+            "INVALID_ARGUMENT");
 }
 
 TEST(NnOptim, SgdStepIsTheFormula) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -324,6 +325,133 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Frontend, DigitsCnnTraining, ::testing::Values("sgd", "adamw"),
                          [](const auto& info) { return info.param; });
+
+// ---- attention and the transformer encoder layer -----------------------------------------
+
+// A module's parameters from <dir>/param_<name>.npy (torch's state dict, biases perturbed).
+void load_params(Module& m, const std::string& dir) {
+  std::map<std::string, Tensor> state;
+  for (const auto& [name, mine] : m.state_dict()) state[name] = load(dir + "/param_" + name + ".npy");
+  m.load_state_dict(state);
+}
+
+class TorchAttention : public ::testing::TestWithParam<std::string> {};
+
+// float32 on both sides, dropout 0: the output (and the head-averaged attention weights where
+// torch returns them) for the same inputs and parameters, and the gradients of
+// sum(out * g_out) [+ sum(weights * g_weights)] for every input and parameter.
+TEST_P(TorchAttention, OutputAndGradientsMatch) {
+  const std::string name = GetParam(), dir = kRefDir + "/attention/" + name;
+  std::shared_ptr<Module> module;
+  MultiheadAttention* mha = nullptr;
+  TransformerEncoderLayer* encoder = nullptr;
+  if (name == "mha_cross") {
+    auto m = std::make_shared<MultiheadAttention>(16, 4, MultiheadAttentionOptions{.batch_first = true});
+    mha = m.get(), module = m;
+  } else if (name == "mha_self_seq_first") {
+    auto m = std::make_shared<MultiheadAttention>(16, 2);
+    mha = m.get(), module = m;
+  } else if (name == "encoder_post_relu") {
+    auto m = std::make_shared<TransformerEncoderLayer>(
+        16, 4, TransformerEncoderLayerOptions{.dim_feedforward = 32, .dropout = 0.0, .batch_first = true});
+    encoder = m.get(), module = m;
+  } else {
+    auto m = std::make_shared<TransformerEncoderLayer>(
+        16, 4, TransformerEncoderLayerOptions{.dim_feedforward = 24, .dropout = 0.0, .gelu = true, .norm_first = true});
+    encoder = m.get(), module = m;
+  }
+  load_params(*module, dir);
+  std::map<std::string, Tensor> in;
+  for (const char* k : {"q", "k", "v", "x"})
+    if (std::filesystem::exists(dir + "/in_" + k + ".npy")) in[k] = load(dir + "/in_" + k + ".npy").set_requires_grad();
+  Tensor mask = std::filesystem::exists(dir + "/in_mask.npy") ? load(dir + "/in_mask.npy") : Tensor();
+
+  Tensor out, weights;
+  if (mha) {
+    AttentionResult r =
+        in.count("x") ? mha->attend(in["x"], in["x"], in["x"], mask) : mha->attend(in["q"], in["k"], in["v"], mask);
+    out = r.output, weights = r.weights;
+  } else {
+    out = encoder->forward(in["x"], mask);
+  }
+  expect_close(out, load(dir + "/out.npy"), 1e-5, 1e-6, name + " output");
+  Tensor total = sum(mul(out, load(dir + "/grad_out.npy")));
+  if (mha) {
+    expect_close(weights, load(dir + "/weights.npy"), 1e-5, 1e-6, name + " attention weights");
+    total = add(total, sum(mul(weights, load(dir + "/grad_weights.npy"))));
+  }
+  total.backward();
+  for (auto& [k, t] : in) expect_close(t.grad(), load(dir + "/grad_in_" + k + ".npy"), 1e-4, 1e-5, name + " d/d" + k);
+  for (const auto& [pname, p] : module->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name << " " << pname << " got no gradient";
+    expect_close(p.grad(), load(dir + "/grad_param_" + pname + ".npy"), 1e-4, 1e-5, name + " d/d" + pname);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Frontend, TorchAttention,
+                         ::testing::Values("mha_cross", "mha_self_seq_first", "encoder_post_relu", "encoder_pre_gelu"),
+                         [](const auto& info) { return info.param; });
+
+// torch_reference.py's DigitsTransformer: each digit's 8 rows as a sequence, embedded to 16,
+// one post-norm encoder layer, mean over the sequence, a linear head.
+class DigitsTransformer : public Module {
+ public:
+  DigitsTransformer()
+      : embed_(std::make_shared<Linear>(8, 16)),
+        encoder_(std::make_shared<TransformerEncoderLayer>(
+            16, 4, TransformerEncoderLayerOptions{.dim_feedforward = 32, .dropout = 0.0, .batch_first = true})),
+        head_(std::make_shared<Linear>(16, 10)) {
+    register_module("embed", embed_);
+    register_module("encoder", encoder_);
+    register_module("head", head_);
+  }
+  Tensor forward(const Tensor& x) override {
+    return (*head_)(mean((*encoder_)((*embed_)(reshape(x, {-1, 8, 8}))), {1}));
+  }
+
+ private:
+  std::shared_ptr<Module> embed_, encoder_, head_;
+};
+
+// fp32, torch's initial weights, AdamW, the same batches of 64: the loss at every step within
+// 1e-5 relative of torch's, the final parameters within 1e-4.
+TEST(Frontend, DigitsTransformerLossPerStepMatchesTorch) {
+  const std::string dir = kRefDir + "/transformer/";
+  Tensor x = load(kRefDir + "/mlp/x.npy"), y = load(kRefDir + "/mlp/y.npy");
+  std::vector<double> want = load(dir + "losses.npy").to_double_vector();
+  DigitsTransformer net;
+  std::map<std::string, Tensor> init;
+  for (const auto& [name, mine] : net.state_dict()) init[name] = load(dir + "init_" + name + ".npy");
+  net.load_state_dict(init);
+  AdamW opt(net.parameters(), AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
+  const int64_t batch = 64, batches = x.dim(0) / batch;
+  double worst = 0;
+  for (size_t s = 0; s < want.size(); ++s) {
+    const int64_t b = static_cast<int64_t>(s) % batches * batch;
+    Tensor loss = cross_entropy(net(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << "step " << s;
+    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
+  }
+  std::printf("[ INFO     ] transformer: worst relative loss difference to torch over %zu steps: %.2e\n", want.size(),
+              worst);
+  EXPECT_LT(want.back(), want.front() * 0.9) << "the reference run did not train";
+  for (const auto& [pname, t] : net.state_dict()) {
+    Tensor want_final = load(dir + "final_" + pname + ".npy");
+    if (pname != "encoder.self_attn.in_proj_bias") {
+      expect_close(t, want_final, 1e-4, 1e-6, "transformer " + pname);
+      continue;
+    }
+    // The key projection's bias (elements [16, 32)) adds the same q.b to every score of a
+    // query's row, which softmax ignores: its gradient is zero in exact arithmetic, and both
+    // runs' are rounding noise that AdamW turns into lr-sized steps of either sign. Its query
+    // and value parts are compared.
+    expect_close(slice(t, 0, 0, 16), slice(want_final, 0, 0, 16), 1e-4, 1e-6, "transformer q bias");
+    expect_close(slice(t, 0, 32, 48), slice(want_final, 0, 32, 48), 1e-4, 1e-6, "transformer v bias");
+  }
+}
 
 }  // namespace
 }  // namespace gbx::nn

@@ -226,6 +226,104 @@ def write_schedulers(out):
         save(os.path.join(out, "sched", f"{name}.npy"), np.array(rates, dtype=np.float64))
 
 
+# Attention and the transformer encoder layer (float32, dropout 0): outputs and every gradient
+# for given inputs, and a short training run of a small sequence classifier on the digits.
+def _causal(n):
+    return torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+
+
+def write_attention(out):
+    g = torch.Generator().manual_seed(7)
+
+    def rand(*shape):
+        return torch.rand(shape, generator=g) * 2 - 1
+
+    cases = {
+        # name: (module, inputs {name: tensor}, call(module, inputs) -> output, needs weights)
+        "mha_cross": (torch.nn.MultiheadAttention(16, 4, batch_first=True),
+                      {"q": rand(2, 5, 16), "k": rand(2, 7, 16), "v": rand(2, 7, 16), "mask": rand(5, 7) - 1},
+                      lambda m, i: m(i["q"], i["k"], i["v"], attn_mask=i["mask"], need_weights=True)),
+        "mha_self_seq_first": (torch.nn.MultiheadAttention(16, 2),
+                               {"x": rand(6, 3, 16), "mask": _causal(6)},
+                               lambda m, i: m(i["x"], i["x"], i["x"], attn_mask=i["mask"], need_weights=True)),
+        "encoder_post_relu": (torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True),
+                              {"x": rand(3, 6, 16)}, lambda m, i: (m(i["x"]), None)),
+        "encoder_pre_gelu": (torch.nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, activation="gelu",
+                                                              norm_first=True),
+                             {"x": rand(5, 2, 16), "mask": _causal(5)},
+                             lambda m, i: (m(i["x"], src_mask=i["mask"]), None)),
+    }
+    torch.manual_seed(3)
+    for name, (module, inputs, call) in cases.items():
+        d = os.path.join(out, "attention", name)
+        with torch.no_grad():  # torch's zero-initialized biases would leave their paths untested
+            for _, p in module.named_parameters():
+                p.add_(torch.rand(p.shape, generator=g) * 0.2 - 0.1)
+        for k, v in module.state_dict().items():
+            save(f"{d}/param_{k}.npy", v.numpy())
+        for k, v in inputs.items():
+            if k != "mask":
+                v.requires_grad_()
+            save(f"{d}/in_{k}.npy", v.detach().numpy())
+        y, w = call(module, inputs)
+        gy = torch.rand(y.shape, generator=g) + 0.5
+        total = (y * gy).sum()
+        if w is not None:
+            gw = torch.rand(w.shape, generator=g) + 0.5
+            total = total + (w * gw).sum()
+            save(f"{d}/weights.npy", w.detach().numpy())
+            save(f"{d}/grad_weights.npy", gw.numpy())
+        total.backward()
+        save(f"{d}/out.npy", y.detach().numpy())
+        save(f"{d}/grad_out.npy", gy.numpy())
+        for k, v in inputs.items():
+            if k != "mask":
+                save(f"{d}/grad_in_{k}.npy", v.grad.numpy())
+        for k, p in module.named_parameters():
+            save(f"{d}/grad_param_{k}.npy", p.grad.numpy())
+
+
+class DigitsTransformer(torch.nn.Module):
+    """Each digit as a sequence of its 8 rows of 8 pixels: a Linear embedding to 16, a
+    post-norm encoder layer (4 heads), the mean over the sequence and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(8, 16)
+        self.encoder = torch.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x.reshape(-1, 8, 8))).mean(dim=1))
+
+
+TRANSFORMER_STEPS = 40
+
+
+def write_transformer_training(out):
+    digits = load_digits()
+    x = torch.tensor(digits.data / 16.0, dtype=torch.float32)
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    d = os.path.join(out, "transformer")
+    torch.manual_seed(0)
+    net = DigitsTransformer()
+    for k, v in net.state_dict().items():
+        save(f"{d}/init_{k}.npy", v.numpy())
+    opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=1e-2)
+    losses = []
+    batches = x.shape[0] // BATCH
+    for s in range(TRANSFORMER_STEPS):
+        b = (s % batches) * BATCH
+        loss = F.cross_entropy(net(x[b:b + BATCH]), y[b:b + BATCH])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    save(f"{d}/losses.npy", np.array(losses, dtype=np.float64))
+    for k, v in net.state_dict().items():
+        save(f"{d}/final_{k}.npy", v.numpy())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out_dir")
@@ -235,6 +333,8 @@ def main():
     write_mlp(args.out_dir)
     write_cnn(args.out_dir)
     write_schedulers(args.out_dir)
+    write_attention(args.out_dir)
+    write_transformer_training(args.out_dir)
 
 
 if __name__ == "__main__":
