@@ -222,6 +222,28 @@ class RowParallelLinear : public Module {
   Tensor weight_, bias_;
 };
 
+// Megatron's parallel attention: the heads split over the ranks (num_heads divisible by the
+// group size). Rank r holds heads [r H/N, (r+1) H/N): their rows of the stacked q, k and v
+// projections (column-parallel) and their columns of out_proj (a RowParallelLinear whose bias
+// is whole). One allreduce in the forward pass (after out_proj) and one in the backward pass
+// (of the input's gradient). Parameter names, initialization and arithmetic are
+// MultiheadAttention's, so a network made after manual_seed(s) on every rank starts from its
+// one-process twin's weights. The head-averaged attention weights are not returned.
+class ParallelMultiheadAttention : public Module {
+ public:
+  ParallelMultiheadAttention(int64_t embed_dim, int64_t num_heads, std::shared_ptr<ProcessGroup> group,
+                             MultiheadAttentionOptions options = {});
+  Tensor attend(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = Tensor());
+  Tensor forward(const Tensor& x) override { return attend(x, x, x); }  // self-attention
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  int64_t embed_dim_, local_heads_;
+  MultiheadAttentionOptions opt_;
+  Tensor in_proj_weight_, in_proj_bias_;
+  std::shared_ptr<RowParallelLinear> out_proj_;
+};
+
 // ---- pipeline parallelism ----------------------------------------------------------------
 // A network cut into stages, one per rank of `group` (rank k runs stage k): each training step
 // splits the global batch into micro-batches, sends each micro-batch's activations forward

@@ -2,6 +2,7 @@
 // arithmetic, written with the framework's ops so that autodiff differentiates it.
 #include <cmath>
 
+#include "frontend/layers/attention_heads.h"
 #include "frontend/tensor_impl.h"
 
 namespace gbx::nn {
@@ -29,43 +30,57 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, Mul
   register_module("out_proj", out_proj_);
 }
 
+BatchFirstInputs batch_first_attention_inputs(const std::string& layer, const Tensor& query, const Tensor& key,
+                                              const Tensor& value, const Tensor& attn_mask, int64_t embed_dim,
+                                              bool batch_first) {
+  for (const Tensor* t : {&query, &key, &value})
+    if (!t->defined() || t->rank() != 3 || t->shape()[2] != embed_dim)
+      throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, layer, ": query, key and value must be ",
+                                       batch_first ? "[batch, seq, " : "[seq, batch, ", embed_dim, "], got ",
+                                       t->defined() ? t->describe() : std::string("an undefined tensor")));
+  auto to_batch_first = [batch_first](const Tensor& t) { return batch_first ? t : transpose(t, {1, 0, 2}); };
+  BatchFirstInputs in{to_batch_first(query), to_batch_first(key), to_batch_first(value)};
+  if (in.key.shape()[0] != in.query.shape()[0] || in.value.shape() != in.key.shape())
+    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, layer, ": key ", key.describe(), " and value ",
+                                     value.describe(), " must agree, and with query ", query.describe(),
+                                     " on the batch"));
+  const int64_t L = in.query.shape()[1], S = in.key.shape()[1];
+  if (attn_mask.defined() && attn_mask.shape() != std::vector<int64_t>{L, S})
+    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, layer, ": attn_mask ", attn_mask.describe(),
+                                     " must be [", L, ", ", S, "] (queries, keys)"));
+  return in;
+}
+
+AttendedHeads attend_heads(const BatchFirstInputs& in, const Tensor& in_proj_weight, const Tensor& in_proj_bias,
+                           int64_t heads, int64_t head_dim, const Tensor& attn_mask, double dropout_p, bool training) {
+  const int64_t batch = in.query.shape()[0], L = in.query.shape()[1], width = heads * head_dim;
+  // Projection i of the stacked weights (0: q, 1: k, 2: v), split into heads: [batch, heads, seq, D].
+  auto project = [&](const Tensor& x, int64_t i) {
+    Tensor w = slice(in_proj_weight, 0, i * width, (i + 1) * width);
+    Tensor b = in_proj_bias.defined() ? slice(in_proj_bias, 0, i * width, (i + 1) * width) : Tensor();
+    return transpose(reshape(linear(x, w, b), {batch, x.shape()[1], heads, head_dim}), {0, 2, 1, 3});
+  };
+  Tensor q = mul(project(in.query, 0), Tensor::full({1}, 1.0 / std::sqrt(double(head_dim)), in.query.dtype()));
+  Tensor k = project(in.key, 1), v = project(in.value, 2);
+  Tensor scores = matmul(q, transpose(k, {0, 1, 3, 2}));  // [batch, heads, L, S]
+  if (attn_mask.defined()) scores = add(scores, attn_mask);
+  AttendedHeads r;
+  r.weights = softmax(scores, -1);
+  Tensor attended = matmul(dropout(r.weights, dropout_p, training), v);  // [batch, heads, L, D]
+  r.attended = reshape(transpose(attended, {0, 2, 1, 3}), {batch, L, width});
+  return r;
+}
+
 AttentionResult MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
                                            const Tensor& attn_mask, bool need_weights) {
-  for (const Tensor* t : {&query, &key, &value})
-    if (!t->defined() || t->rank() != 3 || t->shape()[2] != embed_dim_)
-      throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, "MultiheadAttention: query, key and value must be ",
-                                       opt_.batch_first ? "[batch, seq, " : "[seq, batch, ", embed_dim_, "], got ",
-                                       t->defined() ? t->describe() : std::string("an undefined tensor")));
-  // Batch first from here on.
-  auto batch_first = [this](const Tensor& t) { return opt_.batch_first ? t : transpose(t, {1, 0, 2}); };
-  const Tensor q_in = batch_first(query), k_in = batch_first(key), v_in = batch_first(value);
-  const int64_t batch = q_in.shape()[0], L = q_in.shape()[1], S = k_in.shape()[1];
-  if (k_in.shape()[0] != batch || v_in.shape() != k_in.shape())
-    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, "MultiheadAttention: key ", key.describe(),
-                                     " and value ", value.describe(), " must agree, and with query ", query.describe(),
-                                     " on the batch"));
-  if (attn_mask.defined() && attn_mask.shape() != std::vector<int64_t>{L, S})
-    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, "MultiheadAttention: attn_mask ", attn_mask.describe(),
-                                     " must be [", L, ", ", S, "] (queries, keys)"));
-  const int64_t E = embed_dim_, H = num_heads_, D = E / H;
-
-  // Projection i of the stacked in_proj (0: q, 1: k, 2: v), split into heads: [batch, H, seq, D].
-  auto project = [&](const Tensor& x, int64_t i) {
-    Tensor w = slice(in_proj_weight_, 0, i * E, (i + 1) * E);
-    Tensor b = in_proj_bias_.defined() ? slice(in_proj_bias_, 0, i * E, (i + 1) * E) : Tensor();
-    return transpose(reshape(linear(x, w, b), {batch, x.shape()[1], H, D}), {0, 2, 1, 3});
-  };
-  // torch scales the queries by 1/sqrt(D) before the product.
-  Tensor q = mul(project(q_in, 0), Tensor::full({1}, 1.0 / std::sqrt(double(D)), query.dtype()));
-  Tensor k = project(k_in, 1), v = project(v_in, 2);
-  Tensor scores = matmul(q, transpose(k, {0, 1, 3, 2}));  // [batch, H, L, S]
-  if (attn_mask.defined()) scores = add(scores, attn_mask);
-  Tensor weights = softmax(scores, -1);
-  Tensor attended = matmul(dropout(weights, opt_.dropout, is_training()), v);  // [batch, H, L, D]
-  Tensor out = (*out_proj_)(reshape(transpose(attended, {0, 2, 1, 3}), {batch, L, E}));
+  BatchFirstInputs in =
+      batch_first_attention_inputs("MultiheadAttention", query, key, value, attn_mask, embed_dim_, opt_.batch_first);
+  AttendedHeads h = attend_heads(in, in_proj_weight_, in_proj_bias_, num_heads_, embed_dim_ / num_heads_, attn_mask,
+                                 opt_.dropout, is_training());
+  Tensor out = (*out_proj_)(h.attended);
   AttentionResult r;
   r.output = opt_.batch_first ? out : transpose(out, {1, 0, 2});
-  if (need_weights) r.weights = mean(weights, {1});  // torch's average_attn_weights
+  if (need_weights) r.weights = mean(h.weights, {1});  // torch's average_attn_weights
   return r;
 }
 

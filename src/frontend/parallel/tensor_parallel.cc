@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "frontend/autodiff/tape.h"
+#include "frontend/layers/attention_heads.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn_distributed.hpp"
 
@@ -145,6 +146,52 @@ Tensor RowParallelLinear::forward(const Tensor& x) {
   Tensor y = reduce_from_tensor_parallel_region(linear(in, weight_), group_);
   // The bias after the sum: added once, not once per rank.
   return bias_.defined() ? add(y, bias_) : y;
+}
+
+}  // namespace gbx::nn
+
+namespace gbx::nn {
+
+ParallelMultiheadAttention::ParallelMultiheadAttention(int64_t embed_dim, int64_t num_heads,
+                                                       std::shared_ptr<ProcessGroup> group,
+                                                       MultiheadAttentionOptions options)
+    : group_(std::move(group)), embed_dim_(embed_dim), opt_(options) {
+  check_group(group_, "ParallelMultiheadAttention");
+  if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "ParallelMultiheadAttention(", embed_dim, ", ",
+                                     num_heads, "): embed_dim must be a positive multiple of num_heads"));
+  check_split(num_heads, group_, "ParallelMultiheadAttention", "num_heads");
+  local_heads_ = num_heads / group_->size();
+  // As MultiheadAttention draws them: the stacked projection (Xavier bound), then out_proj as a
+  // Linear(E, E) (RowParallelLinear draws the same), its bias then zeroed.
+  const double bound = std::sqrt(6.0 / double(embed_dim + 3 * embed_dim));
+  Tensor full = Tensor::uniform({3 * embed_dim, embed_dim}, -bound, bound);
+  const int64_t width = local_heads_ * (embed_dim / num_heads), first = group_->rank() * width;
+  std::vector<Tensor> rows;
+  for (int64_t i = 0; i < 3; ++i) rows.push_back(slice(full, 0, i * embed_dim + first, i * embed_dim + first + width));
+  in_proj_weight_ = register_parameter("in_proj_weight", owned(concat(rows, 0)));
+  if (opt_.bias) in_proj_bias_ = register_parameter("in_proj_bias", Tensor::zeros({3 * width}));
+  out_proj_ = std::make_shared<RowParallelLinear>(
+      embed_dim, embed_dim, group_, RowParallelLinearOptions{.bias = opt_.bias, .input_is_parallel = true});
+  if (opt_.bias) out_proj_->load_state_dict({{"weight", out_proj_->weight()}, {"bias", Tensor::zeros({embed_dim})}});
+  register_module("out_proj", out_proj_);
+}
+
+Tensor ParallelMultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                          const Tensor& attn_mask) {
+  BatchFirstInputs in = batch_first_attention_inputs("ParallelMultiheadAttention", query, key, value, attn_mask,
+                                                     embed_dim_, opt_.batch_first);
+  // Each distinct input enters the parallel region once: self-attention allreduces its input's
+  // gradient once, not three times.
+  in.query = copy_to_tensor_parallel_region(in.query, group_);
+  in.key = key.impl() == query.impl() ? in.query : copy_to_tensor_parallel_region(in.key, group_);
+  in.value = value.impl() == query.impl() ? in.query
+             : value.impl() == key.impl() ? in.key
+                                          : copy_to_tensor_parallel_region(in.value, group_);
+  AttendedHeads h = attend_heads(in, in_proj_weight_, in_proj_bias_, local_heads_,
+                                 embed_dim_ / (local_heads_ * group_->size()), attn_mask, opt_.dropout, is_training());
+  Tensor out = (*out_proj_)(h.attended);
+  return opt_.batch_first ? out : transpose(out, {1, 0, 2});
 }
 
 }  // namespace gbx::nn
