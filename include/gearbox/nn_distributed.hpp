@@ -244,6 +244,30 @@ class ParallelMultiheadAttention : public Module {
   std::shared_ptr<RowParallelLinear> out_proj_;
 };
 
+// Megatron's vocabulary-parallel embedding: rank r holds rows [r V/N, (r+1) V/N) of the table
+// (V divisible by the group size), looks up the ids that fall there (zeros for the others)
+// and the ranks' lookups are summed (an allreduce). Drawn as nn::Embedding draws its table.
+class VocabParallelEmbedding : public Module {
+ public:
+  VocabParallelEmbedding(int64_t num_embeddings, int64_t embedding_dim, std::shared_ptr<ProcessGroup> group);
+  Tensor forward(const Tensor& ids) override;       // int64 ids in [0, V) of any shape
+  const Tensor& weight() const { return weight_; }  // [V/N, dim]
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  int64_t num_embeddings_, first_ = 0;
+  Tensor weight_;
+};
+
+// The mean cross-entropy of logits split over the group on the class axis (rank r holds classes
+// [r C/N, (r+1) C/N) of [rows, C], as a ColumnParallelLinear without gather_output makes them)
+// against int64 targets [rows] in [0, C), the same on every rank: torch's F.cross_entropy
+// without gathering the logits (three allreduces of one value per row: the max, the sum of
+// exponentials, the target's logit). Returns the loss on every rank; its backward gives each
+// rank the gradient of its own logits.
+Tensor vocab_parallel_cross_entropy(const Tensor& local_logits, const Tensor& targets,
+                                    const std::shared_ptr<ProcessGroup>& group);
+
 // ---- pipeline parallelism ----------------------------------------------------------------
 // A network cut into stages, one per rank of `group` (rank k runs stage k): each training step
 // splits the global batch into micro-batches, sends each micro-batch's activations forward

@@ -195,3 +195,113 @@ Tensor ParallelMultiheadAttention::attend(const Tensor& query, const Tensor& key
 }
 
 }  // namespace gbx::nn
+
+namespace gbx::nn {
+
+namespace {
+
+// Ids of any shape, checked to lie in [0, vocab) (INVALID_ARGUMENT naming `what` otherwise).
+std::vector<int64_t> checked_ids(const Tensor& ids, int64_t vocab, const char* what) {
+  if (!ids.defined() || ids.dtype() != DType::Int64)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, what, " takes int64 ids, not ",
+                                     ids.defined() ? ids.describe() : std::string("an undefined tensor")));
+  std::vector<int64_t> v = ids.to_int64_vector();
+  for (int64_t id : v)
+    if (id < 0 || id >= vocab)
+      throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, what, ": id ", id, " is outside [0, ", vocab, ")"));
+  return v;
+}
+
+}  // namespace
+
+VocabParallelEmbedding::VocabParallelEmbedding(int64_t num_embeddings, int64_t embedding_dim,
+                                               std::shared_ptr<ProcessGroup> group)
+    : group_(std::move(group)), num_embeddings_(num_embeddings) {
+  check_group(group_, "VocabParallelEmbedding");
+  check_split(num_embeddings, group_, "VocabParallelEmbedding", "num_embeddings");
+  if (embedding_dim <= 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "VocabParallelEmbedding: embedding_dim ",
+                                     embedding_dim, " must be positive"));
+  const int64_t rows = num_embeddings / group_->size();
+  first_ = group_->rank() * rows;
+  Tensor full = Tensor::randn({num_embeddings, embedding_dim});  // as nn::Embedding draws it
+  weight_ = register_parameter("weight", owned(slice(full, 0, first_, first_ + rows)));
+}
+
+Tensor VocabParallelEmbedding::forward(const Tensor& ids) {
+  const std::vector<int64_t> all = checked_ids(ids, num_embeddings_, "VocabParallelEmbedding");
+  const int64_t rows = weight_.dim(0);
+  // Ids elsewhere look up local row 0 and are zeroed by the mask (so their row gets no gradient).
+  std::vector<int64_t> local(all.size());
+  std::vector<float> mask(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const bool mine = all[i] >= first_ && all[i] < first_ + rows;
+    local[i] = mine ? all[i] - first_ : 0;
+    mask[i] = mine ? 1.0f : 0.0f;
+  }
+  std::vector<int64_t> mask_shape = ids.shape();
+  mask_shape.push_back(1);
+  Tensor looked_up =
+      mul(embedding(Tensor::from_vector(local, ids.shape()), weight_), Tensor::from_vector(mask, mask_shape));
+  return reduce_from_tensor_parallel_region(looked_up, group_);
+}
+
+Tensor vocab_parallel_cross_entropy(const Tensor& local_logits, const Tensor& targets,
+                                    const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "vocab_parallel_cross_entropy");
+  if (!local_logits.defined() || local_logits.rank() != 2 || local_logits.dtype() != DType::Float32)
+    throw_status(
+        gearbox::make_error(ErrorCode::SHAPE_MISMATCH,
+                            "vocab_parallel_cross_entropy: logits must be float32 [rows, classes / group size], "
+                            "got ",
+                            local_logits.defined() ? local_logits.describe() : std::string("undefined")));
+  const int64_t n = local_logits.dim(0), c = local_logits.dim(1), first = group->rank() * c;
+  if (!targets.defined() || targets.shape() != std::vector<int64_t>{n})
+    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, "vocab_parallel_cross_entropy: targets must be [", n,
+                                     "], got ", targets.defined() ? targets.describe() : std::string("undefined")));
+  const std::vector<int64_t> t = checked_ids(targets, c * group->size(), "vocab_parallel_cross_entropy");
+  gearbox::comm::Communicator& comm = group->communicator();
+  // In double on the host: three [n] vectors cross the group, the logits stay where they are.
+  const std::vector<double> z = local_logits.to_double_vector();
+  gearbox::Tensor row_max(gearbox::DType::F32, {n}), sum_exp(gearbox::DType::F32, {n}),
+      target_logit(gearbox::DType::F32, {n});
+  float* mx = row_max.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    double m = z[size_t(i * c)];
+    for (int64_t j = 1; j < c; ++j) m = std::max(m, z[size_t(i * c + j)]);
+    mx[i] = float(m);
+  }
+  throw_if_error(comm.allreduce(row_max, gearbox::comm::ReduceOp::Max));
+  float* se = sum_exp.data<float>();
+  float* tl = target_logit.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < c; ++j) s += std::exp(z[size_t(i * c + j)] - mx[i]);
+    se[i] = float(s);
+    const int64_t local = t[size_t(i)] - first;
+    tl[i] = local >= 0 && local < c ? float(z[size_t(i * c + local)] - mx[i]) : 0.0f;
+  }
+  throw_if_error(comm.allreduce(sum_exp));
+  throw_if_error(comm.allreduce(target_logit));
+  double loss = 0;
+  for (int64_t i = 0; i < n; ++i) loss += std::log(double(se[i])) - double(tl[i]);
+  loss /= double(n);
+  Tensor value = Tensor::full({}, loss);
+  // d loss / d z_ij = (softmax_ij - [j is the target]) / n, from this rank's logits alone.
+  std::vector<double> softmax(z.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j) softmax[size_t(i * c + j)] = std::exp(z[size_t(i * c + j)] - mx[i]) / double(se[i]);
+  return apply_function("VocabParallelCrossEntropy", {local_logits}, {value},
+                        [softmax = std::move(softmax), t, first, n, c](const std::vector<Tensor>& g) {
+                          if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
+                          const double scale = g[0].item() / double(n);
+                          std::vector<float> d(softmax.size());
+                          for (int64_t i = 0; i < n; ++i)
+                            for (int64_t j = 0; j < c; ++j)
+                              d[size_t(i * c + j)] =
+                                  float((softmax[size_t(i * c + j)] - (t[size_t(i)] - first == j ? 1.0 : 0.0)) * scale);
+                          return std::vector<Tensor>{Tensor::from_vector(d, {n, c})};
+                        })[0];
+}
+
+}  // namespace gbx::nn

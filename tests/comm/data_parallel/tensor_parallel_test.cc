@@ -340,6 +340,106 @@ TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) {
   std::filesystem::remove_all(dir, ec);
 }
 
+// ---- vocabulary-parallel embedding and cross-entropy --------------------------------------
+
+// Each digit as 64 tokens (its pixel values 0..16 in a vocabulary of 20), embedded to 8 and
+// flattened, a 12-way head (classes 10 and 11 never occur) and cross-entropy. Tensor-
+// parallel: the table split by vocabulary, the head by class (no gather), the loss computed
+// on the split logits.
+TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group) {
+  nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
+  nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
+  std::vector<int64_t> tokens;
+  for (float v : x.to_float_vector()) tokens.push_back(std::lround(v * 16));
+  nn::Tensor ids = nn::Tensor::from_vector(tokens, x.shape());
+  nn::manual_seed(0);
+  nn::Sequential net;  // named "0" (table) and "1" (head)
+  if (group) {
+    net.push_back(std::make_shared<nn::VocabParallelEmbedding>(20, 8, group));
+    net.push_back(std::make_shared<nn::ColumnParallelLinear>(64 * 8, 12, group));
+  } else {
+    net.push_back(std::make_shared<nn::Embedding>(20, 8));
+    net.push_back(std::make_shared<nn::Linear>(64 * 8, 12));
+  }
+  auto modules = net.named_children();
+  nn::AdamW opt(net.parameters(), nn::AdamOptions{.lr = 1e-2, .weight_decay = 1e-2});
+  TrainedRun out;
+  for (int s = 0; s < kSteps; ++s) {
+    const int64_t start = (s * kBatch) % kTrain;
+    opt.zero_grad();
+    nn::Tensor logits =
+        (*modules[1].second)(nn::flatten((*modules[0].second)(nn::slice(ids, 0, start, start + kBatch))));
+    nn::Tensor target = nn::slice(y, 0, start, start + kBatch);
+    nn::Tensor loss =
+        group ? nn::vocab_parallel_cross_entropy(logits, target, group) : nn::cross_entropy(logits, target);
+    loss.backward();
+    opt.step();
+    out.losses.push_back(loss.item());
+  }
+  for (auto& [name, p] : net.named_parameters()) {
+    std::vector<float> v = p.to_float_vector();
+    out.params[name] = std::vector<double>(v.begin(), v.end());
+  }
+  return out;
+}
+
+void expect_vocab_matches(int ranks_n) {
+  const std::string tag = "tp_vocab" + std::to_string(ranks_n), dir = gearbox::comm::testing::fresh_dir(tag);
+  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
+    try {
+      save(train_vocab(nullptr), dir + "/ref");
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
+  auto ranks = run_ranks(ranks_n, tag, [&](int rank, int size, const std::string& store) -> std::string {
+    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
+    std::string error;
+    auto pg = join(rank, size, store, &comm, &error);
+    if (!pg) return error;
+    try {
+      save(train_vocab(pg), dir + "/" + std::to_string(rank));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+  const TrainedRun ref = load(dir + "/ref");
+  ASSERT_EQ(ref.losses.size(), size_t(kSteps));
+  // Row slices: the table's rows [r 20/p, ...) of width 8, the head's [r 12/p, ...) of width
+  // 512 and its bias likewise.
+  const std::map<std::string, std::pair<int64_t, int64_t>> split = {
+      {"0.weight", {20, 8}}, {"1.weight", {12, 512}}, {"1.bias", {12, 1}}};
+  for (int r = 0; r < ranks_n; ++r) {
+    ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
+    const TrainedRun run = load(dir + "/" + std::to_string(r));
+    double worst = 0;
+    for (int s = 0; s < kSteps; ++s)
+      worst =
+          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
+    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
+    ASSERT_EQ(run.params.size(), split.size());
+    for (auto& [name, rows_width] : split) {
+      const auto [rows, width] = rows_width;
+      const std::vector<double>& full = ref.params.at(name);
+      const std::vector<double> want = rows_of(full, width, r * (rows / ranks_n), rows / ranks_n);
+      const std::vector<double>& got = run.params.at(name);
+      ASSERT_EQ(got.size(), want.size()) << tag << " rank " << r << " " << name;
+      double d = 0;
+      for (size_t i = 0; i < want.size(); ++i) d = std::max(d, std::abs(got[i] - want[i]) / (std::abs(want[i]) + 1e-2));
+      EXPECT_LE(d, 1e-4) << tag << " rank " << r << " " << name;
+    }
+  }
+  EXPECT_LT(ref.losses.back(), 0.8 * ref.losses.front());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnTwoRanks) { expect_vocab_matches(2); }
+TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnFourRanks) { expect_vocab_matches(4); }
+
 // A split the group size does not divide is refused on every rank before any collective, with
 // INVALID_ARGUMENT naming the layer.
 TEST(TensorParallel, UnevenSplitIsRefused) {
