@@ -169,10 +169,26 @@ Tensor flatten(const Tensor& x, int64_t start_axis = 1);
 // Training: zeroes each element with probability p (mask drawn from the manual_seed()
 // generator) and scales the kept ones by 1/(1-p); not training: x itself. p in [0, 1).
 Tensor dropout(const Tensor& x, double p, bool training);
+// Losses, reduction 'mean' (torch's defaults).
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;   // rows with this target count for nothing (nor in the mean)
+  double label_smoothing = 0.0;  // in [0, 1]: the target mixed with the uniform distribution
+};
 // Mean cross-entropy of logits [N, C] against int64 class ids [N] (torch's F.cross_entropy).
+// (Two overloads, not a default argument: a loss passed as a function, e.g. to
+// PipelineParallel, is then written [](auto& y, auto& t) { return nn::cross_entropy(y, t); }.)
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
-// Mean squared error (torch's F.mse_loss, reduction='mean').
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options);
+// -mean of log_probs[i, target_i] over the rows not ignored (torch's F.nll_loss).
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index = -100);
+// Mean squared error (torch's F.mse_loss).
 Tensor mse_loss(const Tensor& input, const Tensor& target);
+// Mean absolute error (torch's F.l1_loss; the gradient at a zero difference is 0, as torch's).
+Tensor l1_loss(const Tensor& input, const Tensor& target);
+// torch's F.binary_cross_entropy_with_logits, in its overflow-safe form; pos_weight (undefined:
+// 1) weighs the positive term and broadcasts against the last axis.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        const Tensor& pos_weight = Tensor());
 
 // ---- CNN ops (each with a gradient) ----------------------------------------------------
 // (height, width) arguments take one value (both axes) or two.

@@ -280,7 +280,8 @@ Tensor vocab_parallel_cross_entropy(const Tensor& local_logits, const Tensor& ta
 //   nn::PipelineParallel pipe(stage, pg, {.micro_batches = 8});
 //   nn::SGD opt(stage->parameters(), {.lr = 0.1});
 //   opt.zero_grad();
-//   double loss = pipe.train_step(x, y, nn::cross_entropy);  // x read by stage 0, y by the last
+//   auto ce = [](const nn::Tensor& out, const nn::Tensor& t) { return nn::cross_entropy(out, t); };
+//   double loss = pipe.train_step(x, y, ce);  // x read by stage 0, y by the last
 //   opt.step();
 enum class PipelineSchedule {
   GPipe,     // every micro-batch's forward, then every backward (all activations kept)

@@ -211,6 +211,31 @@ TEST(NnModule, MultiheadAttentionParametersAndErrors) {
             "INVALID_ARGUMENT");
 }
 
+// The losses' refusals name the argument at fault, with its catalogue code.
+TEST(NnLoss, BadArgumentsAreErrors) {
+  auto code_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return "no error";
+  };
+  const Tensor logits = Tensor::zeros({2, 3}), ids = Tensor::from_vector(std::vector<int64_t>{0, 2});
+  EXPECT_EQ(code_of([&] { cross_entropy(logits, ids, CrossEntropyOptions{.label_smoothing = 1.5}); }),
+            "INVALID_ARGUMENT");
+  EXPECT_EQ(code_of([&] {
+              cross_entropy(logits, Tensor::from_vector(std::vector<int64_t>{0, 3}));
+            }),
+            "INVALID_ARGUMENT");  // class 3 of 3
+  EXPECT_EQ(code_of([&] { nll_loss(logits, Tensor::from_vector(std::vector<int64_t>{0})); }), "SHAPE_MISMATCH");
+  EXPECT_EQ(code_of([&] { nll_loss(logits, Tensor::zeros({2})); }), "INPUT_DTYPE_MISMATCH");  // float targets
+  EXPECT_EQ(code_of([&] { l1_loss(logits, Tensor::zeros({3, 2})); }), "SHAPE_MISMATCH");
+  EXPECT_EQ(code_of([&] { binary_cross_entropy_with_logits(logits, logits, Tensor::zeros({2})); }), "SHAPE_MISMATCH");
+  // Every row ignored: torch's mean over no rows is NaN, and so is this one.
+  EXPECT_TRUE(std::isnan(cross_entropy(logits, Tensor::from_vector(std::vector<int64_t>{-100, -100})).item()));
+}
+
 TEST(NnOptim, SgdStepIsTheFormula) {
   // One step by hand: p - lr * (g + wd * p) with g = 2p from sum(p^2).
   Tensor p = Tensor::from_vector(std::vector<float>{1.0f, -2.0f}).set_requires_grad();

@@ -81,6 +81,33 @@ const std::map<std::string, OpFn>& ops() {
          return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2}));
        }},
       {"mse_loss", [](auto& x) { return mse_loss(x[0], x[1]); }},
+      {"cross_entropy_smoothing_ignore",
+       [](auto& x) {
+         return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{2, -100, 1, 0, 2}),
+                              CrossEntropyOptions{.label_smoothing = 0.1});
+       }},
+      {"cross_entropy_ignore_index",
+       [](auto& x) {
+         return cross_entropy(x[0], Tensor::from_vector(std::vector<int64_t>{7, 1, 7, 0}),
+                              CrossEntropyOptions{.ignore_index = 7});
+       }},
+      {"nll_loss",
+       [](auto& x) {
+         return nll_loss(x[0], Tensor::from_vector(std::vector<int64_t>{1, 0, 2, -100}));
+       }},
+      {"l1_loss", [](auto& x) { return l1_loss(x[0], x[1]); }},
+      {"bce_with_logits",
+       [](auto& x) {
+         const Tensor twenty = Tensor::full({}, 20.0, x[0].dtype()), one = Tensor::full({}, 1.0, x[0].dtype()),
+                      half = Tensor::full({}, 0.5, x[0].dtype());
+         return binary_cross_entropy_with_logits(mul(x[0], twenty), mul(add(x[1], one), half));
+       }},
+      {"bce_with_logits_pos_weight",
+       [](auto& x) {
+         const Tensor one = Tensor::full({}, 1.0, x[0].dtype()), half = Tensor::full({}, 0.5, x[0].dtype());
+         return binary_cross_entropy_with_logits(x[0], mul(add(x[1], one), half),
+                                                 Tensor::from_vector(std::vector<double>{0.5, 1.0, 2.0, 3.0}));
+       }},
       {"conv2d", [](auto& x) { return conv2d(x[0], x[1], x[2]); }},
       {"conv2d_stride_pad_dilation", [](auto& x) { return conv2d(x[0], x[1], x[2], {2}, {1}, {2}); }},
       {"conv2d_groups",

@@ -44,6 +44,17 @@ OPS = {
     "slice": (lambda a: a[:, 1:3], [(2, 4, 3)], None),
     "cross_entropy": (lambda a: F.cross_entropy(a, torch.tensor([2, 0, 1, 2])), [(4, 3)], None),
     "mse_loss": (F.mse_loss, [(3, 2), (3, 2)], None),
+    "cross_entropy_smoothing_ignore": (
+        lambda a: F.cross_entropy(a, torch.tensor([2, -100, 1, 0, 2]), label_smoothing=0.1), [(5, 3)], None),
+    "cross_entropy_ignore_index": (lambda a: F.cross_entropy(a, torch.tensor([7, 1, 7, 0]), ignore_index=7),
+                                   [(4, 3)], None),
+    "nll_loss": (lambda a: F.nll_loss(a, torch.tensor([1, 0, 2, -100])), [(4, 3)], None),
+    "l1_loss": (F.l1_loss, [(3, 4), (3, 4)], None),
+    # logits up to +-20 (the overflow-safe form is exercised), targets in [0, 1].
+    "bce_with_logits": (lambda x, y: F.binary_cross_entropy_with_logits(x * 20, (y + 1) / 2), [(3, 4), (3, 4)], None),
+    "bce_with_logits_pos_weight": (
+        lambda x, y: F.binary_cross_entropy_with_logits(
+            x, (y + 1) / 2, pos_weight=torch.tensor([0.5, 1.0, 2.0, 3.0], dtype=torch.float64)), [(3, 4), (3, 4)], None),
     # CNN ops (odd sizes, so strided windows leave rows out and the gradients must put them back).
     "conv2d": (F.conv2d, [(2, 3, 6, 5), (4, 3, 3, 3), (4,)], None),
     "conv2d_stride_pad_dilation": (lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=2),
