@@ -179,9 +179,36 @@ Tensor gather_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr
 // forward: this rank's equal slice of the last axis; backward: the slices' gradients gathered.
 Tensor scatter_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
 
+// Sequence parallelism (Megatron-SP): between tensor-parallel blocks, activations are split
+// on the sequence axis (axis 1 of [batch, seq, features]) instead of replicated, so the
+// LayerNorms, dropouts and residual adds there work on 1/N of the tokens and their activation
+// memory falls by N. A sequence-parallel column layer gathers the sequence where a plain one
+// copies its input; a sequence-parallel row layer reduce-scatters where a plain one allreduces:
+// the same bytes, so SP costs no extra communication.
+// forward: this rank's slice of axis 1; backward: the slices' gradients gathered.
+Tensor scatter_to_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+// forward: the ranks' slices concatenated on axis 1. backward, when the consumer is tensor-
+// parallel (each rank computes a different part from the whole sequence, as a column layer
+// does): the gradient summed over the ranks, this rank's slice kept (a reduce_scatter); when
+// the consumer is replicated (every rank computes the same thing, e.g. a pooled head at the
+// end): this rank's slice of the gradient, no collective. (Megatron's
+// tensor_parallel_output_grad.)
+Tensor gather_from_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group,
+                                            bool consumer_is_tensor_parallel = true);
+// forward: x summed over the ranks, this rank's slice of axis 1 kept (a reduce_scatter);
+// backward: the slices' gradients gathered.
+Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+// After backward() and before the optimizer step: sums over the group the gradients of the
+// parameters used inside sequence-parallel regions (LayerNorm weights and biases there, and a
+// sequence-parallel RowParallelLinear's bias), since each rank's gradient covers its own tokens
+// only. A collective.
+void allreduce_sequence_parallel_gradients(const std::vector<Tensor>& params,
+                                           const std::shared_ptr<ProcessGroup>& group);
+
 struct ColumnParallelLinearOptions {
   bool bias = true;
-  bool gather_output = false;  // true: every rank gets the full output (an allgather)
+  bool gather_output = false;      // true: every rank gets the full output (an allgather)
+  bool sequence_parallel = false;  // the input is this rank's slice of the sequence (axis 1)
 };
 // y = x W^T + b with W's rows (output features) split over the ranks: rank r holds rows
 // [r out/N, (r+1) out/N) of weight and bias, and outputs those features unless gather_output.
@@ -203,6 +230,9 @@ class ColumnParallelLinear : public Module {
 struct RowParallelLinearOptions {
   bool bias = true;
   bool input_is_parallel = true;  // the input is already this rank's slice (a column layer's output)
+  // The output is summed and split on the sequence (axis 1) instead of summed whole; the bias,
+  // then added to this rank's tokens only, belongs in allreduce_sequence_parallel_gradients.
+  bool sequence_parallel = false;
 };
 // y = x W^T + b with W's columns (input features) split: rank r holds columns
 // [r in/N, (r+1) in/N) of weight; the partial products are summed over the ranks (an
@@ -231,8 +261,11 @@ class RowParallelLinear : public Module {
 // one-process twin's weights. The head-averaged attention weights are not returned.
 class ParallelMultiheadAttention : public Module {
  public:
+  // sequence_parallel: inputs and output are this rank's slice of the sequence (gathered
+  // before the projections, reduce-scattered after out_proj, whose bias then belongs in
+  // allreduce_sequence_parallel_gradients).
   ParallelMultiheadAttention(int64_t embed_dim, int64_t num_heads, std::shared_ptr<ProcessGroup> group,
-                             MultiheadAttentionOptions options = {});
+                             MultiheadAttentionOptions options = {}, bool sequence_parallel = false);
   Tensor attend(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask = Tensor());
   Tensor forward(const Tensor& x) override { return attend(x, x, x); }  // self-attention
 
@@ -240,6 +273,7 @@ class ParallelMultiheadAttention : public Module {
   std::shared_ptr<ProcessGroup> group_;
   int64_t embed_dim_, local_heads_;
   MultiheadAttentionOptions opt_;
+  bool sequence_parallel_;
   Tensor in_proj_weight_, in_proj_bias_;
   std::shared_ptr<RowParallelLinear> out_proj_;
 };

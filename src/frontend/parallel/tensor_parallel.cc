@@ -23,30 +23,58 @@ Tensor allreduce_sum(const Tensor& x, ProcessGroup& group) {
   return wrap(std::move(v));
 }
 
-// Every rank's x concatenated on the last axis, in rank order.
-Tensor allgather_last_axis(const Tensor& x, ProcessGroup& group) {
+// Every rank's x concatenated on `axis`, in rank order.
+Tensor allgather_axis(const Tensor& x, ProcessGroup& group, int64_t axis) {
   gearbox::Tensor stacked;  // [size, x.dims...]
-  throw_if_error(group.communicator().allgather(value_of(x, "a tensor-parallel region's input"), stacked));
+  throw_if_error(group.communicator().allgather(value_of(x, "a parallel region's input"), stacked));
   const std::vector<int64_t> dims = x.shape();
   const int64_t k = int64_t(dims.size());
   NoGradGuard no_grad;
-  // [size, d0, ..., dk-1] -> [d0, ..., size, dk-1] -> [d0, ..., size * dk-1]
+  // [size, d0, ..., dk-1] -> [d0, .., d(axis-1), size, d(axis), ...] -> merge size into d(axis)
   std::vector<int64_t> perm;
-  for (int64_t a = 1; a < k; ++a) perm.push_back(a);
+  for (int64_t a = 1; a <= axis; ++a) perm.push_back(a);
   perm.push_back(0);
-  perm.push_back(k);
-  std::vector<int64_t> shape(dims.begin(), dims.end() - 1);
-  shape.push_back(dims.back() * group.size());
+  for (int64_t a = axis + 1; a <= k; ++a) perm.push_back(a);
+  std::vector<int64_t> shape = dims;
+  shape[size_t(axis)] *= group.size();
   return reshape(transpose(wrap(std::move(stacked)), perm), shape);
 }
 
-// This rank's equal slice of x's last axis.
-Tensor own_slice_last_axis(const Tensor& x, const ProcessGroup& group, const char* what) {
-  const int64_t n = x.shape().back(), p = group.size();
-  if (n % p != 0)
-    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, what, ": the last axis of ", x.describe(),
-                                     " does not split into ", p, " equal slices"));
-  return slice(x, int64_t(x.shape().size()) - 1, group.rank() * (n / p), (group.rank() + 1) * (n / p));
+void check_splits(const Tensor& x, const ProcessGroup& group, int64_t axis, const char* what) {
+  if (x.rank() <= size_t(axis) || x.shape()[size_t(axis)] % group.size() != 0)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, what, ": axis ", axis, " of ", x.describe(),
+                                     " does not split into ", group.size(), " equal slices"));
+}
+
+// This rank's equal slice of x's `axis`.
+Tensor own_slice(const Tensor& x, const ProcessGroup& group, int64_t axis, const char* what) {
+  check_splits(x, group, axis, what);
+  const int64_t n = x.shape()[size_t(axis)] / group.size();
+  return slice(x, axis, group.rank() * n, (group.rank() + 1) * n);
+}
+
+// The sum over the group of x, of which this rank keeps its slice of `axis` (a reduce_scatter).
+Tensor reduce_scatter_axis(const Tensor& x, ProcessGroup& group, int64_t axis, const char* what) {
+  check_splits(x, group, axis, what);
+  std::vector<int64_t> dims = x.shape();
+  const int64_t p = group.size(), n = dims[size_t(axis)] / p;
+  gearbox::Tensor chunks;
+  {
+    NoGradGuard no_grad;
+    // [.., p n, ..] -> [.., p, n, ..] -> [p, .., n, ..]: the rank chunks contiguous, in order.
+    std::vector<int64_t> split = dims;
+    split[size_t(axis)] = n;
+    split.insert(split.begin() + axis, p);
+    std::vector<int64_t> perm{axis};
+    for (int64_t a = 0; a < int64_t(split.size()); ++a)
+      if (a != axis) perm.push_back(a);
+    chunks = value_of(transpose(reshape(x, split), perm), what).clone();
+  }
+  gearbox::Tensor mine;
+  throw_if_error(group.communicator().reduce_scatter(chunks, mine));
+  dims[size_t(axis)] = n;
+  NoGradGuard no_grad;
+  return reshape(wrap(std::move(mine)), dims);
 }
 
 void check_group(const std::shared_ptr<ProcessGroup>& group, const char* layer) {
@@ -82,10 +110,11 @@ Tensor reduce_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr
 
 Tensor gather_from_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
   check_group(group, "gather_from_tensor_parallel_region");
-  return apply_function("GatherFromTensorParallelRegion", {x}, {allgather_last_axis(x, *group)},
-                        [group](const std::vector<Tensor>& g) {
+  const int64_t last = int64_t(x.rank()) - 1;
+  return apply_function("GatherFromTensorParallelRegion", {x}, {allgather_axis(x, *group, last)},
+                        [group, last](const std::vector<Tensor>& g) {
                           if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
-                          return std::vector<Tensor>{own_slice_last_axis(g[0], *group, "a gathered gradient")};
+                          return std::vector<Tensor>{own_slice(g[0], *group, last, "a gathered gradient")};
                         })[0];
 }
 
@@ -94,11 +123,63 @@ Tensor scatter_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<
   Tensor mine;
   {
     NoGradGuard no_grad;
-    mine = own_slice_last_axis(x, *group, "scatter_to_tensor_parallel_region");
+    mine = own_slice(x, *group, int64_t(x.rank()) - 1, "scatter_to_tensor_parallel_region");
   }
   return apply_function("ScatterToTensorParallelRegion", {x}, {mine}, [group](const std::vector<Tensor>& g) {
-    return std::vector<Tensor>{g[0].defined() ? allgather_last_axis(g[0], *group) : Tensor()};
+    return std::vector<Tensor>{g[0].defined() ? allgather_axis(g[0], *group, int64_t(g[0].rank()) - 1) : Tensor()};
   })[0];
+}
+
+Tensor scatter_to_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "scatter_to_sequence_parallel_region");
+  Tensor mine;
+  {
+    NoGradGuard no_grad;
+    mine = own_slice(x, *group, 1, "scatter_to_sequence_parallel_region");
+  }
+  return apply_function("ScatterToSequenceParallelRegion", {x}, {mine}, [group](const std::vector<Tensor>& g) {
+    return std::vector<Tensor>{g[0].defined() ? allgather_axis(g[0], *group, 1) : Tensor()};
+  })[0];
+}
+
+Tensor gather_from_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group,
+                                            bool consumer_is_tensor_parallel) {
+  check_group(group, "gather_from_sequence_parallel_region");
+  if (x.rank() < 2)
+    throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "gather_from_sequence_parallel_region: ",
+                                     x.describe(), " has no sequence axis (axis 1)"));
+  return apply_function(
+      "GatherFromSequenceParallelRegion", {x}, {allgather_axis(x, *group, 1)},
+      [group, consumer_is_tensor_parallel](const std::vector<Tensor>& g) {
+        if (!g[0].defined()) return std::vector<Tensor>{Tensor()};
+        // Replicated consumers each hold the whole gradient already: summing
+        // them would scale it by the group size.
+        if (!consumer_is_tensor_parallel)
+          return std::vector<Tensor>{own_slice(g[0], *group, 1, "a sequence-parallel gradient")};
+        return std::vector<Tensor>{reduce_scatter_axis(g[0], *group, 1, "a sequence-parallel gradient")};
+      })[0];
+}
+
+Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "reduce_scatter_to_sequence_parallel_region");
+  return apply_function("ReduceScatterToSequenceParallelRegion", {x},
+                        {reduce_scatter_axis(x, *group, 1, "reduce_scatter_to_sequence_parallel_region")},
+                        [group](const std::vector<Tensor>& g) {
+                          return std::vector<Tensor>{g[0].defined() ? allgather_axis(g[0], *group, 1) : Tensor()};
+                        })[0];
+}
+
+void allreduce_sequence_parallel_gradients(const std::vector<Tensor>& params,
+                                           const std::shared_ptr<ProcessGroup>& group) {
+  check_group(group, "allreduce_sequence_parallel_gradients");
+  for (const Tensor& p : params) {
+    // Every rank takes part in every allreduce, with zeros for a gradient it did not get.
+    Tensor g = p.grad();
+    gearbox::Tensor sum = g.defined() ? value_of(g, "a gradient").clone()
+                                      : value_of(Tensor::zeros(p.shape(), p.dtype()), "zeros").clone();
+    throw_if_error(group->communicator().allreduce(sum));
+    p.impl()->grad = std::move(sum);
+  }
 }
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_features,
@@ -122,7 +203,9 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_feat
 }
 
 Tensor ColumnParallelLinear::forward(const Tensor& x) {
-  Tensor y = linear(copy_to_tensor_parallel_region(x, group_), weight_, bias_);
+  Tensor in = opt_.sequence_parallel ? gather_from_sequence_parallel_region(x, group_)
+                                     : copy_to_tensor_parallel_region(x, group_);
+  Tensor y = linear(in, weight_, bias_);
   return opt_.gather_output ? gather_from_tensor_parallel_region(y, group_) : y;
 }
 
@@ -143,7 +226,9 @@ RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, 
 
 Tensor RowParallelLinear::forward(const Tensor& x) {
   Tensor in = opt_.input_is_parallel ? x : scatter_to_tensor_parallel_region(x, group_);
-  Tensor y = reduce_from_tensor_parallel_region(linear(in, weight_), group_);
+  Tensor partial = linear(in, weight_);
+  Tensor y = opt_.sequence_parallel ? reduce_scatter_to_sequence_parallel_region(partial, group_)
+                                    : reduce_from_tensor_parallel_region(partial, group_);
   // The bias after the sum: added once, not once per rank.
   return bias_.defined() ? add(y, bias_) : y;
 }
@@ -154,8 +239,8 @@ namespace gbx::nn {
 
 ParallelMultiheadAttention::ParallelMultiheadAttention(int64_t embed_dim, int64_t num_heads,
                                                        std::shared_ptr<ProcessGroup> group,
-                                                       MultiheadAttentionOptions options)
-    : group_(std::move(group)), embed_dim_(embed_dim), opt_(options) {
+                                                       MultiheadAttentionOptions options, bool sequence_parallel)
+    : group_(std::move(group)), embed_dim_(embed_dim), opt_(options), sequence_parallel_(sequence_parallel) {
   check_group(group_, "ParallelMultiheadAttention");
   if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0)
     throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "ParallelMultiheadAttention(", embed_dim, ", ",
@@ -172,22 +257,29 @@ ParallelMultiheadAttention::ParallelMultiheadAttention(int64_t embed_dim, int64_
   in_proj_weight_ = register_parameter("in_proj_weight", owned(concat(rows, 0)));
   if (opt_.bias) in_proj_bias_ = register_parameter("in_proj_bias", Tensor::zeros({3 * width}));
   out_proj_ = std::make_shared<RowParallelLinear>(
-      embed_dim, embed_dim, group_, RowParallelLinearOptions{.bias = opt_.bias, .input_is_parallel = true});
+      embed_dim, embed_dim, group_,
+      RowParallelLinearOptions{.bias = opt_.bias, .input_is_parallel = true, .sequence_parallel = sequence_parallel});
   if (opt_.bias) out_proj_->load_state_dict({{"weight", out_proj_->weight()}, {"bias", Tensor::zeros({embed_dim})}});
   register_module("out_proj", out_proj_);
 }
 
 Tensor ParallelMultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
                                           const Tensor& attn_mask) {
-  BatchFirstInputs in = batch_first_attention_inputs("ParallelMultiheadAttention", query, key, value, attn_mask,
-                                                     embed_dim_, opt_.batch_first);
-  // Each distinct input enters the parallel region once: self-attention allreduces its input's
-  // gradient once, not three times.
-  in.query = copy_to_tensor_parallel_region(in.query, group_);
-  in.key = key.impl() == query.impl() ? in.query : copy_to_tensor_parallel_region(in.key, group_);
-  in.value = value.impl() == query.impl() ? in.query
-             : value.impl() == key.impl() ? in.key
-                                          : copy_to_tensor_parallel_region(in.value, group_);
+  // Under sequence parallelism the mask is for the whole sequence: checked once it is gathered.
+  BatchFirstInputs in =
+      batch_first_attention_inputs("ParallelMultiheadAttention", query, key, value,
+                                   sequence_parallel_ ? Tensor() : attn_mask, embed_dim_, opt_.batch_first);
+  // Each distinct input enters the parallel region once: self-attention allreduces (or
+  // reduce-scatters) its input's gradient once, not three times.
+  auto enter = [this](const Tensor& t) {
+    return sequence_parallel_ ? gather_from_sequence_parallel_region(t, group_)
+                              : copy_to_tensor_parallel_region(t, group_);
+  };
+  in.query = enter(in.query);
+  in.key = key.impl() == query.impl() ? in.query : enter(in.key);
+  in.value = value.impl() == query.impl() ? in.query : value.impl() == key.impl() ? in.key : enter(in.value);
+  if (sequence_parallel_ && attn_mask.defined())
+    batch_first_attention_inputs("ParallelMultiheadAttention", in.query, in.key, in.value, attn_mask, embed_dim_, true);
   AttendedHeads h = attend_heads(in, in_proj_weight_, in_proj_bias_, local_heads_,
                                  embed_dim_ / (local_heads_ * group_->size()), attn_mask, opt_.dropout, is_training());
   Tensor out = (*out_proj_)(h.attended);

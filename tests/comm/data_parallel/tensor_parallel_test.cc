@@ -195,16 +195,20 @@ TEST(TensorParallel, FourRanksAdamWMatchesOneProcess) { expect_matches(4, Opt::A
 // Tensor-parallel: attn's heads and the fc1/fc2 pair split over the group; the rest replicated.
 class DigitsBlock : public nn::Module {
  public:
-  explicit DigitsBlock(std::shared_ptr<nn::ProcessGroup> group) : group_(group) {
+  DigitsBlock(std::shared_ptr<nn::ProcessGroup> group, bool sequence_parallel)
+      : group_(group), sequence_parallel_(sequence_parallel) {
     nn::manual_seed(0);
     add("embed", std::make_shared<nn::Linear>(8, 16));
     nn::MultiheadAttentionOptions a{.batch_first = true};
-    if (group) attn_ = add("attn", std::make_shared<nn::ParallelMultiheadAttention>(16, 4, group, a));
+    if (group)
+      attn_ = add("attn", std::make_shared<nn::ParallelMultiheadAttention>(16, 4, group, a, sequence_parallel));
     else attn_ = add("attn", std::make_shared<nn::MultiheadAttention>(16, 4, a));
     add("norm1", std::make_shared<nn::LayerNorm>(std::vector<int64_t>{16}));
     if (group) {
-      add("fc1", std::make_shared<nn::ColumnParallelLinear>(16, 32, group));
-      add("fc2", std::make_shared<nn::RowParallelLinear>(32, 16, group));
+      add("fc1", std::make_shared<nn::ColumnParallelLinear>(
+                     16, 32, group, nn::ColumnParallelLinearOptions{.sequence_parallel = sequence_parallel}));
+      add("fc2", std::make_shared<nn::RowParallelLinear>(
+                     32, 16, group, nn::RowParallelLinearOptions{.sequence_parallel = sequence_parallel}));
     } else {
       add("fc1", std::make_shared<nn::Linear>(16, 32));
       add("fc2", std::make_shared<nn::Linear>(32, 16));
@@ -214,9 +218,20 @@ class DigitsBlock : public nn::Module {
   }
   nn::Tensor forward(const nn::Tensor& pixels) override {
     nn::Tensor x = (*m_["embed"])(nn::reshape(pixels, {-1, 8, 8}));
+    // Sequence-parallel: the residual stream between the blocks holds this rank's rows only.
+    if (sequence_parallel_) x = nn::scatter_to_sequence_parallel_region(x, group_);
     x = (*m_["norm1"])(nn::add(x, (*attn_)(x)));
     x = (*m_["norm2"])(nn::add(x, (*m_["fc2"])(nn::relu((*m_["fc1"])(x)))));
+    if (sequence_parallel_)  // the pooling and head after it are replicated, not tensor-parallel
+      x = nn::gather_from_sequence_parallel_region(x, group_, /*consumer_is_tensor_parallel=*/false);
     return (*m_["head"])(nn::mean(x, {1}));
+  }
+  // The parameters used on this rank's tokens only under sequence parallelism.
+  std::vector<nn::Tensor> sequence_parallel_parameters() const {
+    std::vector<nn::Tensor> out;
+    for (auto& [name, p] : named_parameters())
+      if (name.starts_with("norm") || name == "attn.out_proj.bias" || name == "fc2.bias") out.push_back(p);
+    return out;
   }
 
  private:
@@ -225,15 +240,18 @@ class DigitsBlock : public nn::Module {
     return m_[name] = m;
   }
   std::shared_ptr<nn::ProcessGroup> group_;
+  bool sequence_parallel_;
   std::shared_ptr<nn::Module> attn_;
   std::map<std::string, std::shared_ptr<nn::Module>> m_;
 };
 
-TrainedRun train_block(std::shared_ptr<nn::ProcessGroup> group) {
+TrainedRun train_block(std::shared_ptr<nn::ProcessGroup> group, bool sequence_parallel) {
   nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
   nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
-  DigitsBlock net(group);
-  nn::AdamW opt(net.parameters(), nn::AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
+  DigitsBlock net(group, sequence_parallel);
+  // SGD, not Adam: Adam's step does not change when a gradient is scaled, so a collective that
+  // multiplied gradients by the group size would go unseen (one did, under AdamW).
+  nn::SGD opt(net.parameters(), nn::SGDOptions{.lr = 0.05, .momentum = 0.9});
   TrainedRun out;
   for (int s = 0; s < kSteps; ++s) {
     const int64_t start = (s * kBatch) % kTrain;
@@ -241,6 +259,7 @@ TrainedRun train_block(std::shared_ptr<nn::ProcessGroup> group) {
     nn::Tensor loss =
         nn::cross_entropy(net(nn::slice(x, 0, start, start + kBatch)), nn::slice(y, 0, start, start + kBatch));
     loss.backward();
+    if (sequence_parallel) nn::allreduce_sequence_parallel_gradients(net.sequence_parallel_parameters(), group);
     opt.step();
     out.losses.push_back(loss.item());
   }
@@ -282,25 +301,25 @@ std::vector<double> expected_block_slice(const std::string& name, const std::vec
   return full;  // replicated
 }
 
-TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) {
-  constexpr int kRanks = 4;
-  const std::string dir = gearbox::comm::testing::fresh_dir("tp_block");
-  auto ref_run = run_ranks(1, "tp_block_ref", [&](int, int, const std::string&) -> std::string {
+void expect_block_matches(int kRanks, bool sequence_parallel) {
+  const std::string tag = std::string(sequence_parallel ? "sp" : "tp") + "_block" + std::to_string(kRanks);
+  const std::string dir = gearbox::comm::testing::fresh_dir(tag);
+  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
     try {
-      save(train_block(nullptr), dir + "/ref");
+      save(train_block(nullptr, false), dir + "/ref");
     } catch (const std::exception& e) {
       return e.what();
     }
     return "";
   });
   ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(kRanks, "tp_block", [&](int rank, int size, const std::string& store) -> std::string {
+  auto ranks = run_ranks(kRanks, tag, [&](int rank, int size, const std::string& store) -> std::string {
     std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
     std::string error;
     auto pg = join(rank, size, store, &comm, &error);
     if (!pg) return error;
     try {
-      save(train_block(pg), dir + "/" + std::to_string(rank));
+      save(train_block(pg, sequence_parallel), dir + "/" + std::to_string(rank));
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -315,7 +334,7 @@ TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) {
     for (int s = 0; s < kSteps; ++s)
       worst =
           std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << "rank " << r << ": worst per-step loss difference";
+    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
     ASSERT_EQ(run.params.size(), ref.params.size()) << "rank " << r;
     for (auto& [name, full] : ref.params) {
       auto it = run.params.find(name);
@@ -323,16 +342,17 @@ TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) {
       const std::vector<double> want = expected_block_slice(name, full, r, kRanks);
       ASSERT_EQ(it->second.size(), want.size()) << "rank " << r << " " << name;
       // The key projection's bias: its gradient is zero in exact arithmetic (softmax ignores a
-      // shift of a whole row of scores) and AdamW turns both runs' rounding noise into lr-sized
-      // steps; compared loosely (the steps' size), the other parameters tightly.
+      // shift of a whole row of scores), so both runs move it by rounding noise only; compared
+      // to the step size, the other parameters tightly.
       const bool key_bias = name == "attn.in_proj_bias";
       double d = 0;
       for (size_t i = 0; i < want.size(); ++i) {
         const bool in_key_block = key_bias && i >= want.size() / 3 && i < 2 * want.size() / 3;
         const double e = std::abs(it->second[i] - want[i]);
-        d = std::max(d, in_key_block ? e / (2e-3 * kSteps) : e / (std::abs(want[i]) + 1e-2) / 1e-4);
+        double dd = in_key_block ? e / (2e-3 * kSteps) : e / (std::abs(want[i]) + 1e-2) / 1e-4;
+        d = std::max(d, dd);
       }
-      EXPECT_LE(d, 1.0) << "rank " << r << " " << name << " (1 = at the tolerance)";
+      EXPECT_LE(d, 1.0) << tag << " rank " << r << " " << name << " (1 = at the tolerance)";
     }
   }
   EXPECT_LT(ref.losses.back(), 0.9 * ref.losses.front());
@@ -340,13 +360,20 @@ TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) {
   std::filesystem::remove_all(dir, ec);
 }
 
+TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) { expect_block_matches(4, false); }
+
+// The same block with the residual stream split on the sequence between the parallel blocks:
+// LayerNorms on each rank's 8/N rows, their gradients summed over the group after backward.
+TEST(TensorParallel, SequenceParallelBlockOnTwoRanksMatchesOneProcess) { expect_block_matches(2, true); }
+TEST(TensorParallel, SequenceParallelBlockOnFourRanksMatchesOneProcess) { expect_block_matches(4, true); }
+
 // ---- vocabulary-parallel embedding and cross-entropy --------------------------------------
 
 // Each digit as 64 tokens (its pixel values 0..16 in a vocabulary of 20), embedded to 8 and
 // flattened, a 12-way head (classes 10 and 11 never occur) and cross-entropy. Tensor-
 // parallel: the table split by vocabulary, the head by class (no gather), the loss computed
 // on the split logits.
-TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group) {
+TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group, Opt opt_kind) {
   nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
   nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
   std::vector<int64_t> tokens;
@@ -362,18 +389,21 @@ TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group) {
     net.push_back(std::make_shared<nn::Linear>(64 * 8, 12));
   }
   auto modules = net.named_children();
-  nn::AdamW opt(net.parameters(), nn::AdamOptions{.lr = 1e-2, .weight_decay = 1e-2});
+  std::unique_ptr<nn::Optimizer> opt;
+  if (opt_kind == Opt::AdamW)
+    opt = std::make_unique<nn::AdamW>(net.parameters(), nn::AdamOptions{.lr = 1e-2, .weight_decay = 1e-2});
+  else opt = std::make_unique<nn::SGD>(net.parameters(), nn::SGDOptions{.lr = 0.1, .momentum = 0.9});
   TrainedRun out;
   for (int s = 0; s < kSteps; ++s) {
     const int64_t start = (s * kBatch) % kTrain;
-    opt.zero_grad();
+    opt->zero_grad();
     nn::Tensor logits =
         (*modules[1].second)(nn::flatten((*modules[0].second)(nn::slice(ids, 0, start, start + kBatch))));
     nn::Tensor target = nn::slice(y, 0, start, start + kBatch);
     nn::Tensor loss =
         group ? nn::vocab_parallel_cross_entropy(logits, target, group) : nn::cross_entropy(logits, target);
     loss.backward();
-    opt.step();
+    opt->step();
     out.losses.push_back(loss.item());
   }
   for (auto& [name, p] : net.named_parameters()) {
@@ -383,11 +413,11 @@ TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group) {
   return out;
 }
 
-void expect_vocab_matches(int ranks_n) {
+void expect_vocab_matches(int ranks_n, Opt opt) {
   const std::string tag = "tp_vocab" + std::to_string(ranks_n), dir = gearbox::comm::testing::fresh_dir(tag);
   auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
     try {
-      save(train_vocab(nullptr), dir + "/ref");
+      save(train_vocab(nullptr, opt), dir + "/ref");
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -400,7 +430,7 @@ void expect_vocab_matches(int ranks_n) {
     auto pg = join(rank, size, store, &comm, &error);
     if (!pg) return error;
     try {
-      save(train_vocab(pg), dir + "/" + std::to_string(rank));
+      save(train_vocab(pg, opt), dir + "/" + std::to_string(rank));
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -437,8 +467,8 @@ void expect_vocab_matches(int ranks_n) {
   std::filesystem::remove_all(dir, ec);
 }
 
-TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnTwoRanks) { expect_vocab_matches(2); }
-TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnFourRanks) { expect_vocab_matches(4); }
+TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnTwoRanksSgd) { expect_vocab_matches(2, Opt::SgdMomentum); }
+TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnFourRanksAdamW) { expect_vocab_matches(4, Opt::AdamW); }
 
 // A split the group size does not divide is refused on every rank before any collective, with
 // INVALID_ARGUMENT naming the layer.
