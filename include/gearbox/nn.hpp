@@ -21,6 +21,7 @@
 // (`gearbox explain CODE` prints its cause and fix) and a message with the concrete values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -395,6 +396,10 @@ class Optimizer {
   // The learning rate the next step uses (its options' lr until a scheduler changes it).
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  // Bytes of the per-element state this optimizer holds now (momentum buffers, Adam's moments,
+  // ...; allocated lazily by most at a parameter's first step), not counting scalar counters:
+  // what sharding the optimizer (ZeroRedundancyOptimizer) divides among the ranks.
+  virtual size_t state_bytes() const { return 0; }
 
  protected:
   std::vector<Tensor> params_;
@@ -414,6 +419,7 @@ class SGD : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   SGDOptions opt_;
@@ -434,6 +440,7 @@ class Adam : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   AdamOptions opt_;
@@ -458,6 +465,7 @@ class RMSprop : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   RMSpropOptions opt_;
@@ -479,6 +487,7 @@ class Adagrad : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   AdagradOptions opt_;
