@@ -10,7 +10,7 @@
 //  - Stage 2 reduce-scatters the gradients, and reduce_scatter hands rank r the r-th of N equal
 //    chunks of one buffer. Owning whole parameters would need each owner's group padded to the
 //    largest group (on the 4-parameter digits MLP one rank would own 2,048 of 2,410 elements, so
-//    the chunks would be ~3.4x the data); a flat partition of all gradients, concatenated in
+//    on 4 ranks the chunks would be 3.4x the data); a flat partition of all gradients, concatenated in
 //    parameter order and padded to a multiple of N, makes the chunks exactly balanced (DeepSpeed's
 //    choice). A parameter may then be split between ranks, so the local optimizer steps 1-d copies
 //    of the owned slices ("shard tensors"); every optimizer in nn.hpp is elementwise, so stepping
