@@ -465,4 +465,29 @@ TEST(ZeroErrors, MisuseIsReported) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
+// state_bytes() on the optimizers the parity runs do not use, against torch's state layout
+// (RMSprop: square_avg, + grad_avg when centered, + momentum_buffer with momentum; Adagrad: sum,
+// filled at construction). In a forked child: the parent runs no kernels.
+TEST(ZeroStateBytes, EveryOptimizerCountsItsBuffers) {
+  auto results = run_ranks(1, "state_bytes", [](int, int, const std::string&) -> std::string {
+    auto w = nn::Tensor::zeros({3, 5}).set_requires_grad();
+    auto step = [&](nn::Optimizer& opt) {
+      opt.zero_grad();
+      nn::sum(w * w + w).backward();
+      opt.step();
+      return opt.state_bytes();
+    };
+    nn::RMSprop plain({w}, {.lr = 1e-2});
+    nn::RMSprop full({w}, {.lr = 1e-2, .momentum = 0.9, .centered = true});
+    nn::Adagrad adagrad({w}, {.lr = 1e-2});
+    if (adagrad.state_bytes() != 15 * 4) return "Adagrad before a step: " + std::to_string(adagrad.state_bytes());
+    if (plain.state_bytes() != 0) return "RMSprop before a step: " + std::to_string(plain.state_bytes());
+    if (size_t b = step(plain); b != 15 * 4) return "RMSprop: " + std::to_string(b);
+    if (size_t b = step(full); b != 3 * 15 * 4) return "RMSprop centered + momentum: " + std::to_string(b);
+    if (size_t b = step(adagrad); b != 15 * 4) return "Adagrad: " + std::to_string(b);
+    return "";
+  });
+  EXPECT_EQ(results[0].exit_code, 0) << results[0].message;
+}
+
 }  // namespace
