@@ -21,6 +21,7 @@
 // (`gearbox explain CODE` prints its cause and fix) and a message with the concrete values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -470,6 +471,10 @@ class Optimizer {
   // The learning rate the next step uses (its options' lr until a scheduler changes it).
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  // Bytes of the per-element state this optimizer holds now (momentum buffers, Adam's moments,
+  // ...; allocated lazily by most at a parameter's first step), not counting scalar counters:
+  // what sharding the optimizer (ZeroRedundancyOptimizer) divides among the ranks.
+  virtual size_t state_bytes() const { return 0; }
 
  protected:
   std::vector<Tensor> params_;
@@ -489,6 +494,7 @@ class SGD : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   SGDOptions opt_;
@@ -509,6 +515,7 @@ class Adam : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   AdamOptions opt_;
@@ -533,6 +540,7 @@ class RMSprop : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   RMSpropOptions opt_;
@@ -554,6 +562,7 @@ class Adagrad : public Optimizer {
   void step() override;
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
+  size_t state_bytes() const override;
 
  private:
   AdagradOptions opt_;

@@ -360,4 +360,83 @@ class PipelineParallel {
   PipelineStats stats_;
 };
 
+// ---- sharded optimizer (ZeRO stages 1 and 2) ---------------------------------------------
+// ZeroRedundancyOptimizer wraps an optimizer (any of nn.hpp's, built by `make_optimizer` over the
+// parameters it is given) so that each rank of `group` keeps the optimizer state (momentum,
+// Adam's moments) of only its share of the parameters: per-rank state falls as 1/N.
+//
+// Stage 1 (torch.distributed.optim.ZeroRedundancyOptimizer): each parameter has one owner rank
+// (greedy by size, the same on every rank); gradients are averaged by DistributedDataParallel as
+// usual, each rank steps the parameters it owns, then every owner broadcasts its updated
+// parameters so the replicas stay identical.
+//
+//   auto ddp = std::make_shared<nn::DistributedDataParallel>(net, pg);
+//   nn::ZeroRedundancyOptimizer opt(ddp->parameters(), pg,
+//       [](std::vector<nn::Tensor> p) { return std::make_unique<nn::AdamW>(p, nn::AdamOptions{}); });
+//   opt.zero_grad(); loss.backward(); ddp->synchronize_gradients(); opt.step();
+//
+// Stage 2 (DeepSpeed's): the gradients are sharded too. step() reduce-scatters the ranks' local
+// gradients over a flat, padded partition, so that each rank receives (and keeps) the averaged
+// gradient of its contiguous slice only, steps that slice, and allgathers the updated
+// parameters. The module is NOT wrapped in DistributedDataParallel (that would allreduce the full
+// gradient first); step() averages the gradients itself:
+//
+//   nn::ZeroRedundancyOptimizer opt(net->parameters(), pg, make_adamw, {.stage = 2});
+//   opt.zero_grad(); loss.backward(); opt.step();
+//
+// Construction checks that all ranks pass the same parameter list (DDP_MODEL_MISMATCH otherwise)
+// and gives every rank rank 0's values. step() is a collective: all ranks call it together.
+using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(std::vector<Tensor> params)>;
+
+struct ZeroOptions {
+  int stage = 1;  // 1: optimizer state sharded; 2: optimizer state and gradients
+};
+
+struct ZeroStats {
+  int stage = 1;
+  int64_t total_elements = 0;        // all parameters' elements
+  size_t owned_parameters = 0;       // parameters this rank steps: whole (stage 1) or a slice (stage 2)
+  int64_t owned_elements = 0;        // their elements on this rank
+  size_t optimizer_state_bytes = 0;  // the local optimizer's state_bytes(), after the last step
+  // Gradient bytes this rank holds after step(): every parameter's (stage 1: DDP's averaged ones)
+  // or only its slice's (stage 2: the full local gradients are released once reduce-scattered).
+  size_t gradient_bytes = 0;
+  // Bytes this rank hands to the collectives of one step(): stage 1 the broadcasts of the updated
+  // parameters (DDP's gradient allreduce is in DDPStats); stage 2 the reduce_scatter's input
+  // plus the allgather's output (both the padded flat size). A ring sends (N-1)/N of each.
+  size_t bytes_communicated_per_step = 0;
+  uint64_t steps = 0;
+};
+
+class ZeroRedundancyOptimizer : public Optimizer {
+ public:
+  ZeroRedundancyOptimizer(std::vector<Tensor> params, std::shared_ptr<ProcessGroup> group,
+                          const OptimizerFactory& make_optimizer, ZeroOptions options = {});
+  ~ZeroRedundancyOptimizer() override;
+  ZeroRedundancyOptimizer(const ZeroRedundancyOptimizer&) = delete;
+  ZeroRedundancyOptimizer& operator=(const ZeroRedundancyOptimizer&) = delete;
+
+  // Steps this rank's shard and gives every rank the updated parameters (stage 2: averages the
+  // gradients first). Throws INVALID_ARGUMENT when no parameter has a gradient on this rank
+  // (step() before backward()), and the communicator's codes when a collective fails.
+  void step() override;
+  double lr() const override;
+  void set_lr(double lr) override;      // applies to the local optimizer (schedulers work as usual)
+  size_t state_bytes() const override;  // this rank's share
+
+  // Stage 1: the rank that owns parameter k (index into params()). Stage 2 splits parameters
+  // across ranks: the rank that owns element 0 of parameter k.
+  int owner(size_t k) const;
+  // The optimizer over this rank's shard: stage 1 the owned parameters themselves, stage 2 one
+  // 1-d tensor per owned slice.
+  Optimizer& local_optimizer();
+  const ZeroStats& stats() const;
+
+  struct State;  // src/frontend/parallel/zero_optimizer.cc
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  std::shared_ptr<State> state_;
+};
+
 }  // namespace gbx::nn

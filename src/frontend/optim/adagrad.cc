@@ -34,4 +34,6 @@ void Adagrad::step() {
   });
 }
 
+size_t Adagrad::state_bytes() const { return float_buffer_bytes(sum_); }
+
 }  // namespace gbx::nn

@@ -49,4 +49,6 @@ void Adam::step() {
   });
 }
 
+size_t Adam::state_bytes() const { return float_buffer_bytes(exp_avg_) + float_buffer_bytes(exp_avg_sq_); }
+
 }  // namespace gbx::nn

@@ -20,4 +20,11 @@ void for_each_gradient(std::vector<Tensor>& params, F&& f) {
   }
 }
 
+// Bytes held by per-parameter float buffers (an optimizer's state_bytes()).
+inline size_t float_buffer_bytes(const std::vector<std::vector<float>>& buffers) {
+  size_t n = 0;
+  for (const auto& b : buffers) n += b.size() * sizeof(float);
+  return n;
+}
+
 }  // namespace gbx::nn

@@ -52,4 +52,8 @@ void RMSprop::step() {
   });
 }
 
+size_t RMSprop::state_bytes() const {
+  return float_buffer_bytes(square_avg_) + float_buffer_bytes(grad_avg_) + float_buffer_bytes(momentum_buffer_);
+}
+
 }  // namespace gbx::nn

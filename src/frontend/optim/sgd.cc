@@ -33,4 +33,6 @@ void SGD::step() {
   });
 }
 
+size_t SGD::state_bytes() const { return float_buffer_bytes(momentum_); }
+
 }  // namespace gbx::nn
