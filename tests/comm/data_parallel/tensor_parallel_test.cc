@@ -360,6 +360,7 @@ void expect_block_matches(int kRanks, bool sequence_parallel) {
   std::filesystem::remove_all(dir, ec);
 }
 
+TEST(TensorParallel, TransformerBlockOnTwoRanksMatchesOneProcess) { expect_block_matches(2, false); }
 TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) { expect_block_matches(4, false); }
 
 // The same block with the residual stream split on the sequence between the parallel blocks:
