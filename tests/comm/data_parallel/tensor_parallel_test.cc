@@ -301,6 +301,30 @@ std::vector<double> expected_block_slice(const std::string& name, const std::vec
   return full;  // replicated
 }
 
+// Each of a rank's block parameters equals its slice of the one-process block's within 1e-4
+// (the key projection's bias: within the step size, see below).
+void expect_block_slices(const TrainedRun& run, const TrainedRun& ref, int tp_rank, int tp_size,
+                         const std::string& what) {
+  ASSERT_EQ(run.params.size(), ref.params.size()) << what;
+  for (auto& [name, full] : ref.params) {
+    auto it = run.params.find(name);
+    ASSERT_NE(it, run.params.end()) << what << " " << name;
+    const std::vector<double> want = expected_block_slice(name, full, tp_rank, tp_size);
+    ASSERT_EQ(it->second.size(), want.size()) << what << " " << name;
+    // The key projection's bias: its gradient is zero in exact arithmetic (softmax ignores a
+    // shift of a whole row of scores), so both runs move it by rounding noise only; compared
+    // to the step size, the other parameters tightly.
+    const bool key_bias = name == "attn.in_proj_bias";
+    double d = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const bool in_key_block = key_bias && i >= want.size() / 3 && i < 2 * want.size() / 3;
+      const double e = std::abs(it->second[i] - want[i]);
+      d = std::max(d, in_key_block ? e / (2e-3 * kSteps) : e / (std::abs(want[i]) + 1e-2) / 1e-4);
+    }
+    EXPECT_LE(d, 1.0) << what << " " << name << " (1 = at the tolerance)";
+  }
+}
+
 void expect_block_matches(int kRanks, bool sequence_parallel) {
   const std::string tag = std::string(sequence_parallel ? "sp" : "tp") + "_block" + std::to_string(kRanks);
   const std::string dir = gearbox::comm::testing::fresh_dir(tag);
@@ -335,25 +359,7 @@ void expect_block_matches(int kRanks, bool sequence_parallel) {
       worst =
           std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
     EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
-    ASSERT_EQ(run.params.size(), ref.params.size()) << "rank " << r;
-    for (auto& [name, full] : ref.params) {
-      auto it = run.params.find(name);
-      ASSERT_NE(it, run.params.end()) << name;
-      const std::vector<double> want = expected_block_slice(name, full, r, kRanks);
-      ASSERT_EQ(it->second.size(), want.size()) << "rank " << r << " " << name;
-      // The key projection's bias: its gradient is zero in exact arithmetic (softmax ignores a
-      // shift of a whole row of scores), so both runs move it by rounding noise only; compared
-      // to the step size, the other parameters tightly.
-      const bool key_bias = name == "attn.in_proj_bias";
-      double d = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        const bool in_key_block = key_bias && i >= want.size() / 3 && i < 2 * want.size() / 3;
-        const double e = std::abs(it->second[i] - want[i]);
-        double dd = in_key_block ? e / (2e-3 * kSteps) : e / (std::abs(want[i]) + 1e-2) / 1e-4;
-        d = std::max(d, dd);
-      }
-      EXPECT_LE(d, 1.0) << tag << " rank " << r << " " << name << " (1 = at the tolerance)";
-    }
+    expect_block_slices(run, ref, r, kRanks, tag + " rank " + std::to_string(r));
   }
   EXPECT_LT(ref.losses.back(), 0.9 * ref.losses.front());
   std::error_code ec;
@@ -367,6 +373,91 @@ TEST(TensorParallel, TransformerBlockOnFourRanksMatchesOneProcess) { expect_bloc
 // LayerNorms on each rank's 8/N rows, their gradients summed over the group after backward.
 TEST(TensorParallel, SequenceParallelBlockOnTwoRanksMatchesOneProcess) { expect_block_matches(2, true); }
 TEST(TensorParallel, SequenceParallelBlockOnFourRanksMatchesOneProcess) { expect_block_matches(4, true); }
+
+// ---- tensor x data parallelism: a 2 x 2 mesh -----------------------------------------------
+
+// 4 ranks, rank = 2 dp + tp: tensor-parallel groups {0, 1} and {2, 3} split the block, data-
+// parallel groups {0, 2} and {1, 3} (DistributedDataParallel over the tensor-parallel block)
+// take half of each global batch of 60 each. Must follow the one-process block on the whole
+// batches: the dp-averaged loss within 1e-5 at every step, each rank's slices within 1e-4.
+TEST(TensorParallel, TensorTimesDataParallelMeshMatchesOneProcess) {
+  const std::string dir = gearbox::comm::testing::fresh_dir("tp_dp_mesh");
+  auto ref_run = run_ranks(1, "tp_dp_ref", [&](int, int, const std::string&) -> std::string {
+    try {
+      save(train_block(nullptr, false), dir + "/ref");
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
+  auto ranks = run_ranks(4, "tp_dp", [&](int rank, int size, const std::string& store_dir) -> std::string {
+    auto store = gearbox::comm::open_store("file:" + store_dir + "/store");
+    if (!store) return store.status().to_string();
+    gearbox::comm::GlooOptions world;
+    world.rank = rank;
+    world.size = size;
+    world.timeout = std::chrono::seconds(30);
+    const int tp = rank % 2, dp = rank / 2;
+    // Every rank creates every group, in the same order (a rank outside a group gets none).
+    std::unique_ptr<gearbox::comm::GlooCommunicator> tp_comm, dp_comm;
+    for (int g = 0; g < 2; ++g) {
+      auto c =
+          gearbox::comm::GlooCommunicator::create_group(*store, world, "tp" + std::to_string(g), {2 * g, 2 * g + 1});
+      if (!c) return c.status().to_string();
+      if (*c) tp_comm = std::move(*c);
+    }
+    for (int g = 0; g < 2; ++g) {
+      auto c = gearbox::comm::GlooCommunicator::create_group(*store, world, "dp" + std::to_string(g), {g, g + 2});
+      if (!c) return c.status().to_string();
+      if (*c) dp_comm = std::move(*c);
+    }
+    if (!tp_comm || !dp_comm) return "rank " + std::to_string(rank) + " is missing a group";
+    auto tp_group = std::make_shared<nn::ProcessGroup>(*tp_comm);
+    auto dp_group = std::make_shared<nn::ProcessGroup>(*dp_comm);
+    try {
+      nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
+      nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
+      auto block = std::make_shared<DigitsBlock>(tp_group, false);
+      nn::DistributedDataParallel ddp(block, dp_group);
+      nn::SGD opt(block->parameters(), nn::SGDOptions{.lr = 0.05, .momentum = 0.9});
+      TrainedRun out;
+      const int64_t half = kBatch / 2;
+      for (int s = 0; s < kSteps; ++s) {
+        const int64_t start = (s * kBatch) % kTrain + dp * half;
+        opt.zero_grad();
+        nn::Tensor loss =
+            nn::cross_entropy(ddp(nn::slice(x, 0, start, start + half)), nn::slice(y, 0, start, start + half));
+        loss.backward();
+        ddp.synchronize_gradients();
+        opt.step();
+        out.losses.push_back(dp_group->average(loss.item()));
+      }
+      for (auto& [name, p] : block->named_parameters()) {
+        std::vector<float> v = p.to_float_vector();
+        out.params[name] = std::vector<double>(v.begin(), v.end());
+      }
+      save(out, dir + "/" + std::to_string(rank));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+  const TrainedRun ref = load(dir + "/ref");
+  ASSERT_EQ(ref.losses.size(), size_t(kSteps));
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
+    const TrainedRun run = load(dir + "/" + std::to_string(r));
+    double worst = 0;
+    for (int s = 0; s < kSteps; ++s)
+      worst =
+          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
+    EXPECT_LE(worst, 1e-5) << "rank " << r << ": worst per-step loss difference";
+    expect_block_slices(run, ref, r % 2, 2, "mesh rank " + std::to_string(r));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
 
 // ---- vocabulary-parallel embedding and cross-entropy --------------------------------------
 
