@@ -23,7 +23,8 @@ namespace {
 // Gloo's rendezvous reads and writes the addresses through gloo::rendezvous::Store.
 class GlooStoreAdapter : public gloo::rendezvous::Store {
  public:
-  GlooStoreAdapter(std::shared_ptr<KvStore> kv, std::chrono::milliseconds timeout) : kv_(std::move(kv)), timeout_(timeout) {}
+  GlooStoreAdapter(std::shared_ptr<KvStore> kv, std::chrono::milliseconds timeout)
+      : kv_(std::move(kv)), timeout_(timeout) {}
   void set(const std::string& key, const std::vector<char>& data) override {
     Status s = kv_->set(key, std::string(data.begin(), data.end()));
     if (!s.ok()) throw std::runtime_error(s.to_string());
@@ -114,8 +115,7 @@ Result<std::unique_ptr<GlooCommunicator>> GlooCommunicator::create(std::shared_p
     c->context_ = ctx;
   } catch (const std::exception& e) {
     return make_error(ErrorCode::COMM_SETUP_FAILED, "gloo rendezvous of rank ", o.rank, "/", o.size, " in group '",
-                      o.group, "' through ", store->describe(), " (listening on ", o.bind_address,
-                      "): ", e.what());
+                      o.group, "' through ", store->describe(), " (listening on ", o.bind_address, "): ", e.what());
   }
   c->start_worker(tracer);
   return c;
@@ -143,11 +143,15 @@ Algorithm GlooCommunicator::pick_algorithm(size_t bytes, DType dtype) const {
       return Algorithm::Ring;
     return options_.algorithm;
   }
-  // Small messages are latency-bound: halving-doubling takes log2(n) steps where the ring takes
-  // 2(n-1). Large ones are bandwidth-bound: the ring moves the fewest bytes and pipelines
-  // segments. The switch at 256 KB is where bench/allreduce's curves cross on 4 ranks.
-  if (bytes <= (256u << 10) && dtype != DType::F16 && dtype != DType::BF16 && size_ > 2)
-    return Algorithm::HalvingDoubling;
+  // Small messages are latency-bound: bcube takes log(n) steps where the ring takes 2(n-1).
+  // Large ones are bandwidth-bound: the ring moves the fewest bytes and pipelines segments.
+  // Not halving-doubling, although it is latency-bound too: it is Gloo's old-style algorithm
+  // (its own slots and buffers), and a ring allreduce after one stalled for ~15 s on 4 ranks
+  // (GlooAlgorithms.SmallThenLargeAllreduceIsNotStalled). bcube is the same API as the ring.
+  // bench/allreduce, 4 ranks, two alternating rounds on a loaded 2-core machine: at 4 KB bcube
+  // 4.2-5.5 ms, halving-doubling 7.9-8.7, ring 9.9-12.0; at 64 KB 4.7-5.0 / 5.6-6.7 / 12-14;
+  // at 256 KB 4.3-4.5 / 4.8-6.5 / 9.7-12.6. The switch stays at 256 KB.
+  if (bytes <= (256u << 10) && size_ > 2) return Algorithm::Bcube;
   return Algorithm::Ring;
 }
 

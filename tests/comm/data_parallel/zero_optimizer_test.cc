@@ -335,9 +335,9 @@ TEST(ZeroMemory, PerRankBytesFallAsPredicted) {
   std::vector<MemoryRow> rows;
   for (int n : {1, 2, 4})
     for (auto& [model_name, widths] : models) {
-      // One job per model, each on a fresh communicator: on 4 Gloo ranks, the 17 MB allreduce of
-      // the bigger MLP's DDP step took ~16 s (instead of ~0.25 s) when the digits MLP's small
-      // collectives had run on the same communicator before it (a comm-layer issue, not ZeRO's).
+      // One job per model, each on a fresh communicator. (This test found the stall of a large
+      // ring allreduce after Gloo's old-style halving-doubling, ~16 s instead of ~0.25 s on 4
+      // ranks; Auto no longer picks halving-doubling: GlooAlgorithms.AutoNeverPicksHalvingDoubling.)
       const std::string out = gearbox::comm::testing::fresh_dir("zero_mem");
       auto results = run_ranks(
           n, "zero_mem",
