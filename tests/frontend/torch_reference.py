@@ -102,6 +102,23 @@ def write_ops(out):
 
 
 BATCH, STEPS = 64, 50
+
+
+def train_and_save(net, opt, x, y, steps, prefix):
+    """Trains on the batches of BATCH rows in order (wrapping), saving <prefix>losses.npy and
+    <prefix>final_<name>.npy for the state dict after the last step."""
+    batches = x.shape[0] // BATCH
+    losses = []
+    for s in range(steps):
+        b = (s % batches) * BATCH
+        loss = F.cross_entropy(net(x[b:b + BATCH]), y[b:b + BATCH])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    save(f"{prefix}losses.npy", np.array(losses, dtype=np.float64))
+    for k, v in net.state_dict().items():
+        save(f"{prefix}final_{k}.npy", v.numpy())
 OPTIMIZERS = {
     "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=1e-4),
     "sgd_nesterov": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True),
@@ -125,22 +142,11 @@ def write_mlp(out):
     init = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
     for k, v in init.state_dict().items():
         save(f"{d}/init_{k}.npy", v.numpy())
-    batches = x.shape[0] // BATCH
     for name, make in OPTIMIZERS.items():
         net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
         net.load_state_dict(init.state_dict())
         opt = make(net.parameters())
-        losses = []
-        for s in range(STEPS):
-            b = (s % batches) * BATCH
-            loss = F.cross_entropy(net(x[b:b + BATCH]), y[b:b + BATCH])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        save(f"{d}/{name}_losses.npy", np.array(losses, dtype=np.float64))
-        for k, v in net.state_dict().items():
-            save(f"{d}/{name}_final_{k}.npy", v.numpy())
+        train_and_save(net, opt, x, y, STEPS, f"{d}/{name}_")
 
 
 class ResidualBlock(torch.nn.Module):
@@ -197,23 +203,12 @@ def write_cnn(out):
     init = DigitsCnn()
     for k, v in init.state_dict().items():
         save(f"{d}/init_{k}.npy", v.numpy())
-    batches = x.shape[0] // BATCH
     for name, make in CNN_OPTIMIZERS.items():
         net = DigitsCnn()
         net.load_state_dict(init.state_dict())
         net.train()
         opt = make(net.parameters())
-        losses = []
-        for s in range(CNN_STEPS):
-            b = (s % batches) * BATCH
-            loss = F.cross_entropy(net(x[b:b + BATCH]), y[b:b + BATCH])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        save(f"{d}/{name}_losses.npy", np.array(losses, dtype=np.float64))
-        for k, v in net.state_dict().items():
-            save(f"{d}/{name}_final_{k}.npy", v.numpy())
+        train_and_save(net, opt, x, y, CNN_STEPS, f"{d}/{name}_")
 
 
 # Learning-rate schedules: the rate after construction and after each of EPOCHS step() calls.
@@ -321,18 +316,7 @@ def write_transformer_training(out):
     for k, v in net.state_dict().items():
         save(f"{d}/init_{k}.npy", v.numpy())
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=1e-2)
-    losses = []
-    batches = x.shape[0] // BATCH
-    for s in range(TRANSFORMER_STEPS):
-        b = (s % batches) * BATCH
-        loss = F.cross_entropy(net(x[b:b + BATCH]), y[b:b + BATCH])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    save(f"{d}/losses.npy", np.array(losses, dtype=np.float64))
-    for k, v in net.state_dict().items():
-        save(f"{d}/final_{k}.npy", v.numpy())
+    train_and_save(net, opt, x, y, TRANSFORMER_STEPS, f"{d}/")
 
 
 def main():

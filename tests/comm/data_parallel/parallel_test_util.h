@@ -2,13 +2,21 @@
 // store, and moving doubles out of a forked child exactly (hex floats in a text file).
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../rank_runner.h"
 #include "comm/gloo_communicator.h"
 #include "comm/store.h"
 #include "gearbox/nn_distributed.hpp"
@@ -53,6 +61,87 @@ inline std::vector<double> read_doubles(std::istream& f) {
   std::vector<double> v;
   for (size_t i = 0; i < n; ++i) v.push_back(read_double(f));
   return v;
+}
+
+// The per-step losses and the final named parameter values of one training run.
+struct TrainedRun {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<double>> params;
+};
+
+inline void save_run(const TrainedRun& r, const std::string& path) {
+  std::ofstream f(path);
+  write_doubles(f, r.losses);
+  f << r.params.size() << '\n';
+  for (auto& [name, v] : r.params) {
+    f << name << ' ';
+    write_doubles(f, v);
+  }
+}
+
+inline TrainedRun load_run(const std::string& path) {
+  std::ifstream f(path);
+  TrainedRun r;
+  r.losses = read_doubles(f);
+  size_t n = 0;
+  f >> n;
+  for (size_t i = 0; i < n; ++i) {
+    std::string name;
+    f >> name;
+    r.params[name] = read_doubles(f);
+  }
+  return r;
+}
+
+// The largest |got - want| / |want| over two equally long series.
+inline double worst_relative_difference(const std::vector<double>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    worst = std::max(worst, std::abs(got[i] - want[i]) / std::abs(want[i]));
+  return worst;
+}
+
+// train(nullptr) in one forked child (the one-process reference), then train(group) on each of
+// n forked ranks joined in a Gloo group (kernels never run in the test process itself). A child
+// that fails or throws fails the test (ok false). Returns the reference and the ranks' runs.
+struct ParallelRuns {
+  bool ok = false;
+  TrainedRun reference;
+  std::vector<TrainedRun> ranks;
+};
+inline ParallelRuns run_reference_and_ranks(
+    int n, const std::string& tag, const std::function<TrainedRun(std::shared_ptr<gbx::nn::ProcessGroup>)>& train) {
+  const std::string out = fresh_dir(tag);
+  auto guarded = [&](std::shared_ptr<gbx::nn::ProcessGroup> group, const std::string& path) -> std::string {
+    try {
+      save_run(train(std::move(group)), path);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ParallelRuns result;
+  auto ref = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) { return guarded(nullptr, out + "/ref"); });
+  EXPECT_EQ(ref[0].exit_code, 0) << tag << " reference: " << ref[0].message;
+  auto ranks = run_ranks(n, tag, [&](int rank, int size, const std::string& dir) -> std::string {
+    std::unique_ptr<GlooCommunicator> comm;
+    std::string error;
+    auto pg = join(rank, size, dir, &comm, &error);
+    if (!pg) return error;
+    return guarded(pg, out + "/" + std::to_string(rank));
+  });
+  result.ok = ref[0].exit_code == 0;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ranks[size_t(r)].exit_code, 0) << tag << " rank " << r << ": " << ranks[size_t(r)].message;
+    result.ok = result.ok && ranks[size_t(r)].exit_code == 0;
+  }
+  if (result.ok) {
+    result.reference = load_run(out + "/ref");
+    for (int r = 0; r < n; ++r) result.ranks.push_back(load_run(out + "/" + std::to_string(r)));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(out, ec);
+  return result;
 }
 
 }  // namespace gearbox::comm::testing

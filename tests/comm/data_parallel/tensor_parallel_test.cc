@@ -17,9 +17,12 @@
 
 namespace nn = gbx::nn;
 using gearbox::comm::testing::join;
-using gearbox::comm::testing::read_doubles;
+using gearbox::comm::testing::load_run;
 using gearbox::comm::testing::run_ranks;
-using gearbox::comm::testing::write_doubles;
+using gearbox::comm::testing::run_reference_and_ranks;
+using gearbox::comm::testing::save_run;
+using gearbox::comm::testing::TrainedRun;
+using gearbox::comm::testing::worst_relative_difference;
 
 namespace {
 
@@ -62,11 +65,6 @@ std::unique_ptr<nn::Optimizer> make_optimizer(Opt opt, const std::vector<nn::Ten
   return std::make_unique<nn::AdamW>(params, nn::AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
 }
 
-struct TrainedRun {
-  std::vector<double> losses;
-  std::map<std::string, std::vector<double>> params;  // Sequential's names ("0.weight") -> values
-};
-
 TrainedRun train(Opt opt_kind, std::shared_ptr<nn::ProcessGroup> group) {
   nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
   nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
@@ -89,30 +87,6 @@ TrainedRun train(Opt opt_kind, std::shared_ptr<nn::ProcessGroup> group) {
   return out;
 }
 
-void save(const TrainedRun& r, const std::string& path) {
-  std::ofstream f(path);
-  write_doubles(f, r.losses);
-  f << r.params.size() << '\n';
-  for (auto& [name, v] : r.params) {
-    f << name << ' ';
-    write_doubles(f, v);
-  }
-}
-
-TrainedRun load(const std::string& path) {
-  std::ifstream f(path);
-  TrainedRun r;
-  r.losses = read_doubles(f);
-  size_t n = 0;
-  f >> n;
-  for (size_t i = 0; i < n; ++i) {
-    std::string name;
-    f >> name;
-    r.params[name] = read_doubles(f);
-  }
-  return r;
-}
-
 // Rank r of p's part of the one-process parameter `name` ("2k.weight" / "2k.bias").
 std::vector<double> expected_slice(const std::string& name, const std::vector<double>& full, int r, int p) {
   const LayerSpec& l = kLayers[size_t(std::stoi(name) / 2)];
@@ -132,40 +106,16 @@ std::vector<double> expected_slice(const std::string& name, const std::vector<do
 }
 
 void expect_matches(int ranks_n, Opt opt, const std::string& tag) {
-  const std::string dir = gearbox::comm::testing::fresh_dir("tp_" + tag);
-  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train(opt, nullptr), dir + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(ranks_n, tag, [&](int rank, int size, const std::string& store) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, store, &comm, &error);
-    if (!pg) return error;
-    try {
-      save(train(opt, pg), dir + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  const TrainedRun ref = load(dir + "/ref");
+  auto runs = run_reference_and_ranks(ranks_n, "tp_" + tag, [opt](auto group) { return train(opt, group); });
+  ASSERT_TRUE(runs.ok);
+  const TrainedRun& ref = runs.reference;
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   ASSERT_EQ(ref.params.size(), 2 * kLayers.size());
   for (int r = 0; r < ranks_n; ++r) {
-    ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
-    const TrainedRun run = load(dir + "/" + std::to_string(r));
+    const TrainedRun& run = runs.ranks[size_t(r)];
     ASSERT_EQ(run.losses.size(), size_t(kSteps)) << "rank " << r;
-    double worst = 0;
-    for (int s = 0; s < kSteps; ++s)
-      worst =
-          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
+    EXPECT_LE(worst_relative_difference(run.losses, ref.losses), 1e-5)
+        << tag << " rank " << r << ": worst per-step loss difference";
     ASSERT_EQ(run.params.size(), ref.params.size()) << "rank " << r;
     for (auto& [name, full] : ref.params) {
       auto it = run.params.find(name);
@@ -180,8 +130,6 @@ void expect_matches(int ranks_n, Opt opt, const std::string& tag) {
   }
   // The loss fell: the run trained (the comparison above would also pass for two frozen runs).
   EXPECT_LT(ref.losses.back(), 0.8 * ref.losses.front());
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(TensorParallel, TwoRanksSgdMomentumMatchesOneProcess) { expect_matches(2, Opt::SgdMomentum, "tp2_sgd"); }
@@ -327,43 +275,18 @@ void expect_block_slices(const TrainedRun& run, const TrainedRun& ref, int tp_ra
 
 void expect_block_matches(int kRanks, bool sequence_parallel) {
   const std::string tag = std::string(sequence_parallel ? "sp" : "tp") + "_block" + std::to_string(kRanks);
-  const std::string dir = gearbox::comm::testing::fresh_dir(tag);
-  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train_block(nullptr, false), dir + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(kRanks, tag, [&](int rank, int size, const std::string& store) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, store, &comm, &error);
-    if (!pg) return error;
-    try {
-      save(train_block(pg, sequence_parallel), dir + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  const TrainedRun ref = load(dir + "/ref");
+  auto runs = run_reference_and_ranks(
+      kRanks, tag, [sequence_parallel](auto group) { return train_block(group, group ? sequence_parallel : false); });
+  ASSERT_TRUE(runs.ok);
+  const TrainedRun& ref = runs.reference;
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   for (int r = 0; r < kRanks; ++r) {
-    ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
-    const TrainedRun run = load(dir + "/" + std::to_string(r));
-    double worst = 0;
-    for (int s = 0; s < kSteps; ++s)
-      worst =
-          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
+    const TrainedRun& run = runs.ranks[size_t(r)];
+    EXPECT_LE(worst_relative_difference(run.losses, ref.losses), 1e-5)
+        << tag << " rank " << r << ": worst per-step loss difference";
     expect_block_slices(run, ref, r, kRanks, tag + " rank " + std::to_string(r));
   }
   EXPECT_LT(ref.losses.back(), 0.9 * ref.losses.front());
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(TensorParallel, TransformerBlockOnTwoRanksMatchesOneProcess) { expect_block_matches(2, false); }
@@ -384,7 +307,7 @@ TEST(TensorParallel, TensorTimesDataParallelMeshMatchesOneProcess) {
   const std::string dir = gearbox::comm::testing::fresh_dir("tp_dp_mesh");
   auto ref_run = run_ranks(1, "tp_dp_ref", [&](int, int, const std::string&) -> std::string {
     try {
-      save(train_block(nullptr, false), dir + "/ref");
+      save_run(train_block(nullptr, false), dir + "/ref");
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -437,22 +360,19 @@ TEST(TensorParallel, TensorTimesDataParallelMeshMatchesOneProcess) {
         std::vector<float> v = p.to_float_vector();
         out.params[name] = std::vector<double>(v.begin(), v.end());
       }
-      save(out, dir + "/" + std::to_string(rank));
+      save_run(out, dir + "/" + std::to_string(rank));
     } catch (const std::exception& e) {
       return e.what();
     }
     return "";
   });
-  const TrainedRun ref = load(dir + "/ref");
+  const TrainedRun ref = load_run(dir + "/ref");
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   for (int r = 0; r < 4; ++r) {
     ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
-    const TrainedRun run = load(dir + "/" + std::to_string(r));
-    double worst = 0;
-    for (int s = 0; s < kSteps; ++s)
-      worst =
-          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << "rank " << r << ": worst per-step loss difference";
+    const TrainedRun run = load_run(dir + "/" + std::to_string(r));
+    EXPECT_LE(worst_relative_difference(run.losses, ref.losses), 1e-5)
+        << "rank " << r << ": worst per-step loss difference";
     expect_block_slices(run, ref, r % 2, 2, "mesh rank " + std::to_string(r));
   }
   std::error_code ec;
@@ -506,47 +426,23 @@ TrainedRun train_vocab(std::shared_ptr<nn::ProcessGroup> group, Opt opt_kind) {
 }
 
 void expect_vocab_matches(int ranks_n, Opt opt) {
-  const std::string tag = "tp_vocab" + std::to_string(ranks_n), dir = gearbox::comm::testing::fresh_dir(tag);
-  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train_vocab(nullptr, opt), dir + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(ranks_n, tag, [&](int rank, int size, const std::string& store) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, store, &comm, &error);
-    if (!pg) return error;
-    try {
-      save(train_vocab(pg, opt), dir + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  const TrainedRun ref = load(dir + "/ref");
+  const std::string tag = "tp_vocab" + std::to_string(ranks_n);
+  auto runs = run_reference_and_ranks(ranks_n, tag, [opt](auto group) { return train_vocab(group, opt); });
+  ASSERT_TRUE(runs.ok);
+  const TrainedRun& ref = runs.reference;
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   // Row slices: the table's rows [r 20/p, ...) of width 8, the head's [r 12/p, ...) of width
   // 512 and its bias likewise.
   const std::map<std::string, std::pair<int64_t, int64_t>> split = {
       {"0.weight", {20, 8}}, {"1.weight", {12, 512}}, {"1.bias", {12, 1}}};
   for (int r = 0; r < ranks_n; ++r) {
-    ASSERT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
-    const TrainedRun run = load(dir + "/" + std::to_string(r));
-    double worst = 0;
-    for (int s = 0; s < kSteps; ++s)
-      worst =
-          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
+    const TrainedRun& run = runs.ranks[size_t(r)];
+    EXPECT_LE(worst_relative_difference(run.losses, ref.losses), 1e-5)
+        << tag << " rank " << r << ": worst per-step loss difference";
     ASSERT_EQ(run.params.size(), split.size());
     for (auto& [name, rows_width] : split) {
       const auto [rows, width] = rows_width;
-      const std::vector<double>& full = ref.params.at(name);
-      const std::vector<double> want = rows_of(full, width, r * (rows / ranks_n), rows / ranks_n);
+      const std::vector<double> want = rows_of(ref.params.at(name), width, r * (rows / ranks_n), rows / ranks_n);
       const std::vector<double>& got = run.params.at(name);
       ASSERT_EQ(got.size(), want.size()) << tag << " rank " << r << " " << name;
       double d = 0;
@@ -555,8 +451,6 @@ void expect_vocab_matches(int ranks_n, Opt opt) {
     }
   }
   EXPECT_LT(ref.losses.back(), 0.8 * ref.losses.front());
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(TensorParallel, VocabParallelEmbeddingAndCrossEntropyOnTwoRanksSgd) { expect_vocab_matches(2, Opt::SgdMomentum); }
