@@ -63,6 +63,21 @@ inline std::vector<double> read_doubles(std::istream& f) {
   return v;
 }
 
+// Layers the parallel tests' networks share: each digit ([rows, 64]) as a sequence of its 8
+// rows of 8 pixels or as a 1x8x8 image, and the mean over a sequence.
+class RowsAsSequence : public gbx::nn::Module {
+ public:
+  gbx::nn::Tensor forward(const gbx::nn::Tensor& x) override { return gbx::nn::reshape(x, {-1, 8, 8}); }
+};
+class RowsAsImage : public gbx::nn::Module {
+ public:
+  gbx::nn::Tensor forward(const gbx::nn::Tensor& x) override { return gbx::nn::reshape(x, {-1, 1, 8, 8}); }
+};
+class MeanOverSequence : public gbx::nn::Module {
+ public:
+  gbx::nn::Tensor forward(const gbx::nn::Tensor& x) override { return gbx::nn::mean(x, {1}); }
+};
+
 // The per-step losses and the final named parameter values of one training run.
 struct TrainedRun {
   std::vector<double> losses;

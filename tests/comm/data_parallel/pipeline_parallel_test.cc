@@ -16,7 +16,9 @@
 
 namespace nn = gbx::nn;
 using gearbox::comm::testing::join;
+using gearbox::comm::testing::MeanOverSequence;
 using gearbox::comm::testing::read_doubles;
+using gearbox::comm::testing::RowsAsSequence;
 using gearbox::comm::testing::run_ranks;
 using gearbox::comm::testing::write_doubles;
 
@@ -37,17 +39,6 @@ struct Config {
   Opt opt = Opt::SgdMomentum;
   int64_t micro_batches = 4;
   Net net = Net::Mlp;
-};
-
-// Each digit's 8 rows of 8 pixels as a sequence ([rows, 64] -> [rows, 8, 8]).
-class RowsAsSequence : public nn::Module {
- public:
-  nn::Tensor forward(const nn::Tensor& x) override { return nn::reshape(x, {-1, 8, 8}); }
-};
-// The mean over the sequence ([rows, seq, E] -> [rows, E]).
-class MeanOverSequence : public nn::Module {
- public:
-  nn::Tensor forward(const nn::Tensor& x) override { return nn::mean(x, {1}); }
 };
 
 // The network as a list of modules (seed 0 on every process: the same initial weights). The
