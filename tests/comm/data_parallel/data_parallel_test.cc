@@ -332,30 +332,38 @@ INSTANTIATE_TEST_SUITE_P(Digits, DataParallelParity,
 // 16-bit gradient compression: half the bytes on the wire, a relative gradient error of the order
 // of the format's unit roundoff (bf16 2^-8, fp16 2^-11), and after 8 epochs the held-out accuracy
 // within the 0.5 points of the uncompressed single-process run.
-void check_compression(nn::GradCompression compression, const char* name) {
+void check_compression(nn::GradCompression compression, const char* name, Net net = Net::Mlp) {
   RunConfig cfg;
   cfg.opt = Opt::SgdMomentumClip;
+  cfg.net = net;
   cfg.steps = 200;
   cfg.compression = compression;
   cfg.measure_error = true;
-  auto [ref, ranks] = run_both(cfg, 2, name);
+  auto [ref, ranks] = run_both(cfg, 2, std::string(name) + net_name(net));
   ASSERT_EQ(ranks[0].losses.size(), size_t(cfg.steps));
   // The reference ignores compression: it is the fp32 single-process run.
-  const size_t fp32_bytes = (64 * 32 + 32 + 32 * 10 + 10) * sizeof(float);
+  size_t fp32_bytes = 0;
+  for (auto& [pname, v] : ref.params) fp32_bytes += v.size() * sizeof(float);
   EXPECT_EQ(ranks[0].stats.bucket_bytes_on_wire, fp32_bytes / 2);
   EXPECT_GT(ranks[0].stats.max_compression_error, 0.0);
   EXPECT_LT(ranks[0].stats.max_compression_error, 0.05);
   EXPECT_LE(std::abs(ranks[0].accuracy - ref.accuracy), 0.5);
   for (size_t r = 1; r < ranks.size(); ++r) EXPECT_EQ(ranks[r].params, ranks[0].params) << "rank " << r;
   std::printf(
-      "[ddp] %s compression, 2 ranks, %d steps: held-out accuracy %.2f%% vs fp32 single-process %.2f%% (diff %.2f "
-      "points); max relative gradient error %.3g; final loss %.6f vs %.6f\n",
-      name, cfg.steps, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
+      "[ddp] %s, %s compression, 2 ranks, %d steps: held-out accuracy %.2f%% vs fp32 single-process %.2f%% (diff "
+      "%.2f points); max relative gradient error %.3g; final loss %.6f vs %.6f\n",
+      net_name(net), name, cfg.steps, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
       ranks[0].stats.max_compression_error, ranks[0].losses.back(), ref.losses.back());
 }
 
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::BFloat16, "bf16"); }
 TEST(DataParallelCompression, Fp16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::Float16, "fp16"); }
+// (The CNN is not here: with bf16 compression its held-out accuracy differed from the fp32
+// run's by +1.01 points after 200 steps and -1.01 after 600, 3 of the 297 held-out digits either
+// way, outside the 0.5 points; docs/distributed.md.)
+TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracyOfTheTransformer) {
+  check_compression(nn::GradCompression::BFloat16, "bf16", Net::Transformer);
+}
 
 // A rank that built another network fails with DDP_MODEL_MISMATCH (10011) on every rank, naming it.
 TEST(DataParallelErrors, DifferentModelsAreReported) {
