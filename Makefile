@@ -6,14 +6,17 @@
 #               docs and man page
 # plus `make test-asan`: the bad-input and unit tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer (.ci/run runs it too), and `make test-tsan`: the concurrency test
-# (8 threads x 50 runs on one Session) under ThreadSanitizer, which `make test` runs last.
+# (8 threads x 50 runs on one Session) under ThreadSanitizer, which `make test` runs last,
+# and `make fuzz`: every libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) each.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-asan test-tsan clean profile-screenshot package
+.PHONY: all deps build demo test test-asan test-tsan fuzz clean profile-screenshot package
 
 all: build
 
@@ -43,6 +46,17 @@ test-asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L 'bad_input|unit'
 
+# libFuzzer (fuzz/, docs/testing.md "Fuzzing"): builds the fuzz targets with clang-14 under
+# ASan+UBSan in their own tree and runs each for FUZZ_SECONDS from its seed corpus
+# (fuzz/corpus/<target>, copied: the committed seeds are not changed); any crash, leak,
+# sanitizer report or timeout fails, its reproducer in $(FUZZ_BUILD)/fuzz/crashes/. -O1, as
+# libFuzzer's documentation builds and like test-asan. Long campaigns: bench/fuzz.sh TARGET HOURS.
+fuzz: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DGEARBOX_FUZZ=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	bash fuzz/run_all.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 # ThreadSanitizer: builds only gearbox_concurrency_tests (tests/CMakeLists.txt) in its own tree,
 # -O1 without -g like test-asan, and runs it with one OpenMP thread per session (libgomp is not
 # instrumented; tests/CMakeLists.txt says why).
@@ -63,4 +77,4 @@ package: build
 	cd $(BUILD) && cpack -G DEB
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -35,6 +35,8 @@ PKGS=(
   # collectives (src/comm): Gloo (TCP transport; the engine under torch.distributed's Gloo
   # backend) and OpenMPI (the second backend, and mpirun)
   libgloo-dev libopenmpi-dev openmpi-bin
+  # fuzzing (make fuzz, fuzz/): clang with libFuzzer and the sanitizer runtimes
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

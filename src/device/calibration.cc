@@ -82,6 +82,10 @@ __attribute__((target("avx512f,avx512bf16"))) double dp_bf16(long iters, float s
   return sum_lanes(acc);
 }
 
+// clang before 15 has neither the avx512fp16 intrinsics nor _Float16 on x86 (the GEARBOX_FUZZ
+// tree is built with Debian's clang-14): such a build measures no fp16 rate.
+#if !defined(__clang__) || __clang_major__ >= 15
+#define GEARBOX_HAVE_AVX512FP16_INTRINSICS 1
 __attribute__((target("avx512fp16"))) double fma_fp16(long iters, float seed) {
   __m512h acc[kChains];
   for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ph(static_cast<_Float16>(seed));
@@ -94,6 +98,7 @@ __attribute__((target("avx512fp16"))) double fma_fp16(long iters, float seed) {
   _mm512_storeu_ps(out, _mm512_castph_ps(s));
   return out[0] + out[15];
 }
+#endif
 
 std::atomic<double> g_sink{0};
 
@@ -185,8 +190,12 @@ Result<Peaks> calibrate_cpu(const Capabilities& caps, int budget_ms) {
     p.bf16_note = "no native bf16 dot product (avx512_bf16 or amx_bf16) on this CPU; bf16 runs converted to fp32";
   }
   if (caps.has("avx512_fp16")) {
+#ifdef GEARBOX_HAVE_AVX512FP16_INTRINSICS
     p.fp16_gflops = measure_rate(p.threads, budget_ms, kChains * 32 * 2.0, fma_fp16);
     p.fp16_note = "avx512_fp16 vfmadd (fp16 accumulation)";
+#else
+    p.fp16_note = "not measured: this gearbox was built by a compiler without avx512_fp16 intrinsics";
+#endif
   } else {
     p.fp16_note = "no native fp16 FMA (avx512_fp16) on this CPU; fp16 runs converted to fp32";
   }

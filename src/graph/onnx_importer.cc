@@ -175,27 +175,32 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   }
   const size_t bytes = t.nbytes();
   auto* dst = static_cast<char*>(t.mutable_raw());
+  // A 0-element tensor has no buffer and an empty repeated field no data(): memcpy with a null
+  // pointer is undefined even for 0 bytes (UBSan; found by fuzz/onnx_import).
+  auto copy = [&](const void* src) {
+    if (bytes != 0) std::memcpy(dst, src, bytes);
+  };
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     GBX_ASSIGN_OR_RETURN(std::string data, read_external(tp, base_dir, bytes));
-    std::memcpy(dst, data.data(), bytes);
+    copy(data.data());
     return t;
   }
   if (tp.has_raw_data()) {  // its size is `bytes`: check_stored_size above
-    std::memcpy(dst, tp.raw_data().data(), bytes);
+    copy(tp.raw_data().data());
     return t;
   }
   switch (dt) {
     case DType::F32:
       GBX_RETURN_IF_ERROR(check_count(tp, tp.float_data(), n));
-      std::memcpy(dst, tp.float_data().data(), bytes);
+      copy(tp.float_data().data());
       break;
     case DType::F64:
       GBX_RETURN_IF_ERROR(check_count(tp, tp.double_data(), n));
-      std::memcpy(dst, tp.double_data().data(), bytes);
+      copy(tp.double_data().data());
       break;
     case DType::I64:
       GBX_RETURN_IF_ERROR(check_count(tp, tp.int64_data(), n));
-      std::memcpy(dst, tp.int64_data().data(), bytes);
+      copy(tp.int64_data().data());
       break;
     case DType::U32:
     case DType::U64: {

@@ -207,7 +207,8 @@ Result<bool> Session::prepare() const {
 
 Status Session::validate(const std::map<std::string, RuntimeValue>& feeds) const {
   for (const auto& [name, value] : feeds) {
-    auto it = std::find_if(inputs_.begin(), inputs_.end(), [&](const IoInfo& io) { return io.name == name; });
+    // Captured by an init-capture: clang before 16 cannot capture a structured binding.
+    auto it = std::find_if(inputs_.begin(), inputs_.end(), [&n = name](const IoInfo& io) { return io.name == n; });
     if (it == inputs_.end()) {
       std::string names;
       for (const auto& io : inputs_) names += (names.empty() ? "" : ", ") + describe_io(io);

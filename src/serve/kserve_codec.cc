@@ -89,8 +89,10 @@ bool store(const json& e, T* dst) {
     if (e.is_number_float()) {
       double v = e.get<double>();
       if (!std::isfinite(v) || v != std::floor(v)) return false;
-      if (v < static_cast<double>(std::numeric_limits<T>::min()) ||
-          v > static_cast<double>(std::numeric_limits<T>::max()))
+      // The upper bound is 2^digits, exclusive: it is exact in a double, whereas max() of a
+      // 64-bit type is not (double(INT64_MAX) rounds up to 2^63, so 9223372036854775808.0
+      // passed a `v > max()` check and its cast was undefined; found by fuzz/kserve_json).
+      if (v < static_cast<double>(std::numeric_limits<T>::min()) || v >= std::ldexp(1.0, std::numeric_limits<T>::digits))
         return false;
       *dst = static_cast<T>(v);
       return true;

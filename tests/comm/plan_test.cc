@@ -184,6 +184,13 @@ TEST(Plan, BadSpecsAndImpossibleLimitsSayWhy) {
   j["layers"] = -1;
   EXPECT_EQ(network_from_json(j, "net.json").status().code(), ErrorCode::PLAN_SPEC_INVALID);
   EXPECT_EQ(builtin_network("gpt-5").status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  // A key of the wrong type is an error, not an exception out of json::value() that aborts
+  // `gearbox plan`: the input fuzz/plan_network.cc found (fuzz/regressions/plan_network/).
+  auto named = network_from_json(
+      nlohmann::json::parse(R"({"layers": 2, "hids": 2,"name":6, "kamevocab8, #dtype": "fp32"})"), "net.json");
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.status().code(), ErrorCode::PLAN_SPEC_INVALID);
+  EXPECT_NE(named.status().message().find("\"name\" must be a string"), std::string::npos) << named.status().message();
   auto link = hardware_from_json({{"intra_node", {{"bandwidth_gbs", 0}}}}, "links.json", test_hardware());
   EXPECT_EQ(link.status().code(), ErrorCode::PLAN_SPEC_INVALID);
   auto eff = hardware_from_json({{"device", {{"matmul_efficiency", 2}}}}, "links.json", test_hardware());

@@ -111,6 +111,23 @@ TEST(KServeCodec, JsonRefusals) {
               ErrorCode::SERVE_TENSOR_DATA_INVALID)
         << bad;
   }
+  // Integral floats one past a 64-bit type's range: double(INT64_MAX) and double(UINT64_MAX) round
+  // up to 2^63 and 2^64, so these passed a `v > max()` check and were cast out of range (undefined
+  // behaviour; fuzz/kserve_json found it, fuzz/regressions/kserve_json).
+  for (const char* bad : {R"("UINT64","data":[18446744073709551616])", R"("UINT64","data":[1.8446744073709552e19])",
+                          R"("INT64","data":[9223372036854775808.0])", R"("INT64","data":[-9223372036854777856.0])"}) {
+    EXPECT_EQ(parse_error(std::string(R"({"inputs":[{"name":"x","shape":[1],"datatype":)") + bad + "}]}"),
+              ErrorCode::SERVE_TENSOR_DATA_INVALID)
+        << bad;
+  }
+  {
+    auto edge = parse_infer_request(R"({"inputs":[{"name":"i","shape":[1],"datatype":"INT64","data":[-9223372036854775808.0]},
+                                                  {"name":"u","shape":[1],"datatype":"UINT64","data":[1.8446744073709550e19]}]})",
+                                    std::nullopt);
+    ASSERT_TRUE(edge.ok()) << edge.status().to_string();
+    EXPECT_EQ(edge->inputs.at("i").data<int64_t>()[0], std::numeric_limits<int64_t>::min());
+    EXPECT_EQ(edge->inputs.at("u").data<uint64_t>()[0], 18446744073709549568ull);  // the double below 2^64
+  }
   // A shape whose element count overflows is refused before anything is allocated.
   EXPECT_EQ(parse_error(R"({"inputs":[{"name":"x","shape":[4294967296,4294967296,16],"datatype":"FP32","data":[1]}]})"),
             ErrorCode::SERVE_TENSOR_DATA_INVALID);

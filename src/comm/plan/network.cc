@@ -122,6 +122,9 @@ Result<TransformerSpec> builtin_network(const std::string& name) {
 Result<TransformerSpec> network_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) return invalid(where, "the network must be a JSON object");
   TransformerSpec sp;
+  // json::value() throws (and so aborts the process: nothing catches) when the key holds
+  // another type, e.g. "name": 6; found by fuzz/plan_network.cc.
+  if (j.contains("name") && !j["name"].is_string()) return invalid(where, "\"name\" must be a string");
   sp.name = j.value("name", std::string("network"));
   auto count = [&](const char* key, int64_t* out, bool required) -> Status {
     if (!j.contains(key)) {

@@ -73,9 +73,8 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, doub
       const std::string& nm = p.nearest_mode;
       if (p.legacy) i = scale < 1 ? i + 1 : i;
       else if (nm == "round_prefer_ceil") i = r >= 0.5 ? i + 1 : i;
-      else if (nm == "floor") i = i;
       else if (nm == "ceil") i = i + 1;
-      else i = r > 0.5 ? i + 1 : i;  // round_prefer_floor
+      else if (nm != "floor") i = r > 0.5 ? i + 1 : i;  // round_prefer_floor; floor: i already is
     }
     return {{clampi(i), 1.0}};
   }

@@ -1,0 +1,181 @@
+"""Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/, committed): small valid
+inputs of each format plus a few edge cases. Regenerate with
+  /usr/bin/python3 fuzz/make_seeds.py --gearbox build/gearbox
+(the .gbm seeds are compiled by that gearbox; the .gbm format version must match the reader's).
+
+Input conventions of the targets (see each fuzz/<target>.cc): npy_parse and gbm_read take one
+option byte at the end; kserve_binary takes the Inference-Header-Content-Length as 4
+little-endian bytes in front of the body.
+"""
+import argparse
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "gbm"))
+sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
+from check_reproducible import cnn_model, loop_if_model  # noqa: E402
+from loop_model import halving_loop_model  # noqa: E402
+
+
+def add_model():
+    g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"], name="add")], "add",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 3])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def external_data_model():
+    """z = x + W with W's 256 floats at offset 64 of weights.bin (the fuzz target's base folder
+    holds a 4096-byte weights.bin)."""
+    w = numpy_helper.from_array(np.zeros(256, np.float32), "W")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", "weights.bin"), ("offset", "64"), ("length", "1024")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Add", ["x", "W"], ["z"], name="add")], "ext",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [256])], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def sequence_model():
+    g = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["x", "x"], ["s"], name="seq"),
+         helper.make_node("ConcatFromSequence", ["s"], ["y"], name="cat", axis=0)], "seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def write(folder, name, data):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def npy_bytes(a, version=None):
+    buf = io.BytesIO()
+    if version is None:
+        np.save(buf, a)
+    else:
+        np.lib.format.write_array(buf, a, version=version)
+    return buf.getvalue()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gearbox", required=True, help="a gearbox binary, to compile the .gbm seeds")
+    ap.add_argument("--out", default=os.path.join(HERE, "corpus"))
+    a = ap.parse_args()
+    out = a.out
+    shutil.rmtree(out, ignore_errors=True)
+
+    models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
+              "external_data": external_data_model(), "sequence": sequence_model()}
+    for name, m in models.items():
+        write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
+
+    # .gbm: compiled from the models that need no external data (option byte 0: checksum kept).
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("add", "cnn", "loop_if", "sequence"):
+            src = os.path.join(tmp, name + ".onnx")
+            onnx.save(models[name], src)
+            dst = os.path.join(tmp, name + ".gbm")
+            subprocess.run([a.gearbox, "compile", src, "-o", dst, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+            write(os.path.join(out, "gbm_read"), name + ".gbm", open(dst, "rb").read() + b"\0")
+
+    npy = os.path.join(out, "npy_parse")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    seeds = {"f32_2x3": npy_bytes(x), "f64": npy_bytes(x.astype(np.float64)), "i8": npy_bytes(np.array([-1, 2], np.int8)),
+             "u64": npy_bytes(np.array([2**64 - 1], np.uint64)), "f16": npy_bytes(x.astype(np.float16)),
+             "bool": npy_bytes(np.array([True, False])), "scalar": npy_bytes(np.array(3.5, np.float32)),
+             "empty_0x3": npy_bytes(np.zeros((0, 3), np.float32)), "fortran": npy_bytes(np.asfortranarray(x)),
+             "big_endian": npy_bytes(x.astype(">f4")), "v2": npy_bytes(x, (2, 0)), "v3": npy_bytes(x, (3, 0)),
+             "i64_3d": npy_bytes(np.arange(24, dtype=np.int64).reshape(2, 3, 4))}
+    for name, data in seeds.items():
+        write(npy, name, data + b"\0")
+    write(npy, "trailing_allowed", seeds["f32_2x3"] + b"\0\0\0\0" + b"\1")
+
+    kj = os.path.join(out, "kserve_json")
+    bodies = {
+        "mixed": {"id": "a1", "inputs": [
+            {"name": "x", "shape": [2, 2], "datatype": "FP32", "data": [[1.5, -2], [3, 4.25]]},
+            {"name": "i", "shape": [3], "datatype": "INT64", "data": [-9223372036854775808, 7, 9223372036854775807]},
+            {"name": "b", "shape": [2], "datatype": "BOOL", "data": [True, False]},
+            {"name": "h", "shape": [1], "datatype": "FP16", "data": [0.333251953125]},
+            {"name": "u", "shape": [1], "datatype": "UINT64", "data": [18446744073709551615]}],
+            "outputs": [{"name": "y", "parameters": {"binary_data": True}}, {"name": "z"}]},
+        "bf16_u8": {"inputs": [{"name": "a", "shape": [2], "datatype": "BF16", "data": [1, -2.5]},
+                               {"name": "c", "shape": [1, 1], "datatype": "UINT8", "data": [[255]]}],
+                    "parameters": {"binary_data_output": True}},
+        "bytes": {"inputs": [{"name": "s", "shape": [2], "datatype": "BYTES", "data": ["ab", ""]}]},
+        "empty_shape": {"inputs": [{"name": "e", "shape": [0, 4], "datatype": "FP64", "data": []}]},
+        "scalar": {"inputs": [{"name": "s", "shape": [], "datatype": "INT32", "data": [5]}]},
+    }
+    for name, body in bodies.items():
+        write(kj, name + ".json", json.dumps(body).encode())
+    write(kj, "out_of_range.json", b'{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1e39]}]}')
+
+    kb = os.path.join(out, "kserve_binary")
+    xs = np.array([1.0, -0.5, 3.25], np.float32).tobytes()
+    head = json.dumps({"inputs": [{"name": "x", "shape": [3], "datatype": "FP32", "parameters": {"binary_data_size": 12}},
+                                  {"name": "b", "shape": [2], "datatype": "BOOL", "parameters": {"binary_data_size": 2}}],
+                       "parameters": {"binary_data_output": True}}).encode()
+    write(kb, "fp32_bool", struct.pack("<I", len(head)) + head + xs + b"\1\0")
+    head2 = json.dumps({"inputs": [{"name": "x", "shape": [3], "datatype": "FP32", "parameters": {"binary_data_size": 12}},
+                                   {"name": "j", "shape": [1], "datatype": "INT64", "data": [4]}],
+                        "outputs": [{"name": "y", "parameters": {"binary_data": True}}]}).encode()
+    write(kb, "binary_and_json", struct.pack("<I", len(head2)) + head2 + xs)
+    head3 = json.dumps({"inputs": [{"name": "s", "shape": [2], "datatype": "BYTES",
+                                    "parameters": {"binary_data_size": 11}}]}).encode()
+    write(kb, "bytes", struct.pack("<I", len(head3)) + head3 + struct.pack("<I", 3) + b"abc" + struct.pack("<I", 0))
+    write(kb, "header_longer_than_body", struct.pack("<I", len(head) + 100) + head + xs + b"\1\0")
+
+    fs_dir = os.path.join(out, "fusion_switch")
+    write(fs_dir, "some_off.json", b'{"conv_bn_fold": "off", "matmul_fusion": "on", "layout_nhwc": "off"}')
+    write(fs_dir, "empty.json", b"{}")
+    write(fs_dir, "unknown_pass.json", b'{"no_such_pass": "off"}')
+
+    rt = os.path.join(out, "rank_table")
+    write(rt, "two_servers.json", json.dumps({
+        "version": "1.0", "server_count": "2", "status": "completed",
+        "server_list": [
+            {"server_id": "10.0.0.1", "device": [{"device_id": "0", "device_ip": "192.168.1.8", "rank_id": "0"},
+                                                 {"device_id": "1", "device_ip": "192.168.1.9", "rank_id": "1"}]},
+            {"server_id": "10.0.0.2", "device": [{"device_id": "0", "device_ip": "192.168.2.8", "rank_id": 2},
+                                                 {"device_id": "1", "device_ip": "192.168.2.9", "rank_id": 3}]}],
+        "group_list": [{"group_name": "dp", "rank_list": [0, 2]}, {"group_name": "mp", "rank_list": ["1", "3"]}]},
+        indent=1).encode())
+    write(rt, "one_rank.json", json.dumps({
+        "version": "1.0", "server_count": "1", "status": "completed",
+        "server_list": [{"server_id": "127.0.0.1", "device": [{"device_id": "0", "rank_id": "0"}]}]}).encode())
+
+    pn = os.path.join(out, "plan_network")
+    write(pn, "gpt_small.json", json.dumps({"name": "gpt-small", "layers": 12, "hidden": 768, "heads": 12,
+                                            "vocab": 50257, "seq": 1024, "global_batch": 512, "dtype": "bf16"}).encode())
+    write(pn, "ffn_fp32.json", json.dumps({"layers": 2, "hidden": 64, "heads": 4, "ffn_hidden": 256, "vocab": 100,
+                                           "seq": 16, "global_batch": 8, "dtype": "fp32"}).encode())
+
+    pl = os.path.join(out, "plan_links")
+    write(pl, "a100.json", open(os.path.join(HERE, "..", "bench", "plan", "a100_links.json"), "rb").read())
+    write(pl, "partial.json", b'{"devices_per_node": 4, "inter_node": {"latency_us": 2}}')
+
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
+    print(f"seed corpora in {out}: {total} bytes")
+
+
+if __name__ == "__main__":
+    main()
