@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <unordered_set>
@@ -451,6 +452,58 @@ Status check_external_locations(const onnx::GraphProto& g, const std::string& ba
   return Status::OK();
 }
 
+// libonnx 1.12's convolution and pooling shape inference indexes the input's spatial axes by the
+// kernel's rank without checking them against each other: a Conv whose input is declared rank 2
+// with a 4-D weight crashes inside InferShapes (found by fuzz/onnx_import). So the declared ranks
+// of these ops' inputs (graph inputs, value_info, initializers; in subgraphs too) are checked
+// first, as ONNX defines them: input [N, C, spatial...] with at least one spatial axis, the
+// weight of the same rank, kernel_shape/strides/dilations one value per spatial axis, pads two.
+// (A rank that only inference would find is not checked: shape inference may still meet it.)
+Status check_conv_pool_ranks(const onnx::GraphProto& g, std::map<std::string, int> ranks, const std::string& path) {
+  auto note = [&ranks](const onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+  };
+  for (const auto& v : g.input()) note(v);
+  for (const auto& v : g.value_info()) note(v);
+  for (const auto& t : g.initializer()) ranks[t.name()] = t.dims_size();
+  // Op type -> the index of its weight input (-1: none; pools have kernel_shape instead).
+  static const std::map<std::string, int> kWeightInput = {{"Conv", 1},          {"ConvInteger", 1}, {"QLinearConv", 3},
+                                                          {"ConvTranspose", 1}, {"MaxPool", -1},    {"AveragePool", -1},
+                                                          {"LpPool", -1}};
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) GBX_RETURN_IF_ERROR(check_conv_pool_ranks(a.g(), ranks, path));
+      for (const auto& sg : a.graphs()) GBX_RETURN_IF_ERROR(check_conv_pool_ranks(sg, ranks, path));
+    }
+    auto op = kWeightInput.find(n.op_type());
+    if ((n.domain() != "" && n.domain() != "ai.onnx") || op == kWeightInput.end() || n.input_size() == 0) continue;
+    auto in = ranks.find(n.input(0));
+    if (in == ranks.end()) continue;
+    const int rank = in->second, spatial = rank - 2;
+    auto refuse = [&](const std::string& why) {
+      return make_error(ErrorCode::MODEL_INVALID, "'", path, "': node '", n.name(), "' (", n.op_type(), "): input '",
+                        n.input(0), "' is declared rank ", rank, ", but ", why,
+                        " (the input is [N, C, spatial axes...], with as many spatial axes as the kernel)");
+    };
+    if (spatial < 1) return refuse("it needs at least one spatial axis");
+    if (op->second >= 0 && n.input_size() > op->second) {
+      auto w = ranks.find(n.input(op->second));
+      if (w != ranks.end() && w->second != rank)
+        return refuse("the weight '" + n.input(op->second) + "' is rank " + std::to_string(w->second));
+    }
+    for (const auto& a : n.attribute()) {
+      const int want = a.name() == "pads"                                                                 ? 2 * spatial
+                       : (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations") ? spatial
+                                                                                                          : -1;
+      if (want >= 0 && a.ints_size() != want)
+        return refuse("attribute " + a.name() + " has " + std::to_string(a.ints_size()) + " values, not " +
+                      std::to_string(want));
+    }
+  }
+  return Status::OK();
+}
+
 Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, const std::string& path,
                            const ImportOptions& options) {
   if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
@@ -531,6 +584,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   phase_done("onnx checker");
   progress_begin(options.progress, "infer shapes");
   if (options.infer_shapes) {
+    GBX_RETURN_IF_ERROR(check_conv_pool_ranks(mp.graph(), {}, path));
     try {
       onnx::shape_inference::InferShapes(mp);
     } catch (const std::exception& e) {

@@ -102,6 +102,73 @@ TEST(OnnxImporter, ImportsZeroElementInitializers) {
   for (const Value* v : r->graph->initializers) EXPECT_EQ(v->initializer.numel(), 0) << v->name;
 }
 
+// libonnx 1.12's Conv/pool shape inference crashes on a kernel with more spatial axes than the
+// input (found by fuzz/onnx_import: a rank-2 input, a 4-D weight). The importer checks the
+// declared ranks first: MODEL_INVALID naming the node, no crash. Each case on its own model.
+TEST(OnnxImporter, ConvAndPoolRanksAreCheckedBeforeShapeInference) {
+  auto conv_model = [](int input_rank, int weight_rank, std::vector<int64_t> pads, const char* op) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    auto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int d = 0; d < input_rank; ++d)
+      x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+    auto* n = g->add_node();
+    n->set_name("k");
+    n->set_op_type(op);
+    n->add_input("x");
+    if (std::string(op) == "Conv") {
+      n->add_input("w");
+      auto* w = g->add_initializer();
+      w->set_name("w");
+      w->set_data_type(onnx::TensorProto::FLOAT);
+      int64_t count = 1;
+      for (int d = 0; d < weight_rank; ++d) w->add_dims(3), count *= 3;
+      for (int64_t i = 0; i < count; ++i) w->add_float_data(0.5f);
+    } else {
+      auto* ks = n->add_attribute();
+      ks->set_name("kernel_shape");
+      ks->set_type(onnx::AttributeProto::INTS);
+      for (int d = 0; d < weight_rank - 2; ++d) ks->add_ints(2);
+    }
+    if (!pads.empty()) {
+      auto* a = n->add_attribute();
+      a->set_name("pads");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t p : pads) a->add_ints(p);
+    }
+    n->add_output("y");
+    auto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int d = 0; d < input_rank; ++d)
+      y->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("d" + std::to_string(d));
+    return m;
+  };
+  struct Case {
+    int input_rank, weight_rank;
+    std::vector<int64_t> pads;
+    const char* op;
+    const char* says;
+  };
+  for (const Case& c : {Case{2, 4, {1, 1, 1, 1}, "Conv", "needs at least one spatial axis"},
+                        Case{3, 4, {}, "Conv", "the weight 'w' is rank 4"},
+                        Case{4, 4, {1, 1}, "Conv", "attribute pads has 2 values, not 4"},
+                        Case{3, 4, {}, "MaxPool", "attribute kernel_shape has 2 values, not 1"}}) {
+    auto r = import_onnx_bytes(serialize(conv_model(c.input_rank, c.weight_rank, c.pads, c.op)), "");
+    ASSERT_FALSE(r.ok()) << c.op << " input rank " << c.input_rank;
+    EXPECT_EQ(r.status().code(), ErrorCode::MODEL_INVALID) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << r.status().to_string();
+  }
+  // The control: consistent ranks import.
+  auto ok = import_onnx_bytes(serialize(conv_model(4, 4, {1, 1, 1, 1}, "Conv")), "");
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
 TEST(OnnxImporter, RefusesInitializerWithWrongByteCount) {
   onnx::ModelProto m = add_relu_model();
   auto* init = m.mutable_graph()->add_initializer();
