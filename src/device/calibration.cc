@@ -177,12 +177,10 @@ Result<Peaks> calibrate_cpu(const Capabilities& caps, int budget_ms) {
   Peaks p;
   p.threads = std::max(1, caps.logical_cores);
   budget_ms = std::max(budget_ms, 20);
-  if (caps.has("avx512f"))
-    p.fp32_gflops = measure_rate(p.threads, budget_ms, kChains * 16 * 2.0, fma_avx512);
+  if (caps.has("avx512f")) p.fp32_gflops = measure_rate(p.threads, budget_ms, kChains * 16 * 2.0, fma_avx512);
   else if (caps.has("avx2") && caps.has("fma"))
     p.fp32_gflops = measure_rate(p.threads, budget_ms, kChains * 8 * 2.0, fma_avx2);
-  else
-    p.fp32_gflops = measure_rate(p.threads, budget_ms, kChains * 2.0, fma_scalar);
+  else p.fp32_gflops = measure_rate(p.threads, budget_ms, kChains * 2.0, fma_scalar);
   if (caps.has("avx512_bf16")) {
     p.bf16_gflops = measure_rate(p.threads, budget_ms, kChains * 16 * 4.0, dp_bf16);
     p.bf16_note = "avx512_bf16 vdpbf16ps (bf16 products, fp32 accumulation)";
@@ -215,16 +213,18 @@ std::string calibration_cache_path() {
   return dir + "/gearbox/calibration.json";
 }
 
-std::string calibration_key(const Capabilities& caps) {
-  return caps.model + "|" + std::to_string(caps.logical_cores);
-}
+std::string calibration_key(const Capabilities& caps) { return caps.model + "|" + std::to_string(caps.logical_cores); }
 
 nlohmann::json peaks_to_json(const Peaks& p) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return {{"fp32_gflops", opt(p.fp32_gflops)}, {"bf16_gflops", opt(p.bf16_gflops)},
-          {"fp16_gflops", opt(p.fp16_gflops)}, {"bandwidth_gbs", opt(p.bandwidth_gbs)},
-          {"bf16_note", p.bf16_note},          {"fp16_note", p.fp16_note},
-          {"threads", p.threads},              {"seconds", p.seconds},
+  return {{"fp32_gflops", opt(p.fp32_gflops)},
+          {"bf16_gflops", opt(p.bf16_gflops)},
+          {"fp16_gflops", opt(p.fp16_gflops)},
+          {"bandwidth_gbs", opt(p.bandwidth_gbs)},
+          {"bf16_note", p.bf16_note},
+          {"fp16_note", p.fp16_note},
+          {"threads", p.threads},
+          {"seconds", p.seconds},
           {"measured_at", p.measured_at}};
 }
 

@@ -17,9 +17,9 @@ struct DatatypeName {
   DType dtype;
 };
 constexpr DatatypeName kDatatypes[] = {
-    {"BOOL", DType::Bool}, {"UINT8", DType::U8},   {"UINT16", DType::U16}, {"UINT32", DType::U32},
-    {"UINT64", DType::U64}, {"INT8", DType::I8},   {"INT16", DType::I16},  {"INT32", DType::I32},
-    {"INT64", DType::I64},  {"FP16", DType::F16},  {"BF16", DType::BF16},  {"FP32", DType::F32},
+    {"BOOL", DType::Bool},  {"UINT8", DType::U8}, {"UINT16", DType::U16}, {"UINT32", DType::U32},
+    {"UINT64", DType::U64}, {"INT8", DType::I8},  {"INT16", DType::I16},  {"INT32", DType::I32},
+    {"INT64", DType::I64},  {"FP16", DType::F16}, {"BF16", DType::BF16},  {"FP32", DType::F32},
     {"FP64", DType::F64},
 };
 
@@ -92,7 +92,8 @@ bool store(const json& e, T* dst) {
       // The upper bound is 2^digits, exclusive: it is exact in a double, whereas max() of a
       // 64-bit type is not (double(INT64_MAX) rounds up to 2^63, so 9223372036854775808.0
       // passed a `v > max()` check and its cast was undefined; found by fuzz/kserve_json).
-      if (v < static_cast<double>(std::numeric_limits<T>::min()) || v >= std::ldexp(1.0, std::numeric_limits<T>::digits))
+      if (v < static_cast<double>(std::numeric_limits<T>::min()) ||
+          v >= std::ldexp(1.0, std::numeric_limits<T>::digits))
         return false;
       *dst = static_cast<T>(v);
       return true;
@@ -121,7 +122,7 @@ struct InputSpec {
   DType dtype;
   Dims dims;
   int64_t numel;
-  const json* data = nullptr;          // JSON data, or
+  const json* data = nullptr;           // JSON data, or
   std::optional<uint64_t> binary_size;  // binary_data_size
 };
 
@@ -174,8 +175,8 @@ Result<Tensor> tensor_from_json(const InputSpec& s) {
   std::vector<const json*> elems;
   GBX_RETURN_IF_ERROR(flatten(*s.data, &elems, 0, s.name));
   if (static_cast<int64_t>(elems.size()) != s.numel)
-    return make_error(ErrorCode::SERVE_TENSOR_DATA_INVALID, "input '", s.name, "' has shape ", to_string(s.dims),
-                      " (", s.numel, " elements) but ", elems.size(), " data elements");
+    return make_error(ErrorCode::SERVE_TENSOR_DATA_INVALID, "input '", s.name, "' has shape ", to_string(s.dims), " (",
+                      s.numel, " elements) but ", elems.size(), " data elements");
   GBX_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate_uninitialized(s.dtype, s.dims));
   Status st;
   visit_numeric(s.dtype, [&](auto tag) {
@@ -201,7 +202,8 @@ json json_data(const Tensor& t) {
     auto& arr = data.get_ref<json::array_t&>();
     arr.reserve(static_cast<size_t>(t.numel()));
     for (int64_t i = 0; i < t.numel(); ++i) {
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) arr.emplace_back(static_cast<float>(src[i]));
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        arr.emplace_back(static_cast<float>(src[i]));
       else arr.emplace_back(src[i]);
     }
   });
@@ -260,8 +262,8 @@ Result<InferRequest> parse_infer_request(std::string_view body, std::optional<si
                           "' has binary_data_size but the request has no Inference-Header-Content-Length header");
       const uint64_t expect = static_cast<uint64_t>(s.numel) * dtype_size(s.dtype);
       if (*s.binary_size != expect)
-        return make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "input '", s.name, "' (", kserve_datatype(s.dtype),
-                          " ", to_string(s.dims), ") needs ", expect, " bytes but binary_data_size is ", *s.binary_size);
+        return make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "input '", s.name, "' (", kserve_datatype(s.dtype), " ",
+                          to_string(s.dims), ") needs ", expect, " bytes but binary_data_size is ", *s.binary_size);
       if (*s.binary_size > binary.size() - offset)
         return make_error(ErrorCode::SERVE_BINARY_DATA_INVALID, "input '", s.name, "' needs ", *s.binary_size,
                           " bytes of binary data but only ", binary.size() - offset, " remain in the body");

@@ -187,7 +187,8 @@ TEST(SessionOptions, WinogradSwitchReachesTheConvolutionAsAnOption) {
   ASSERT_TRUE(y_on.ok());
   // Where oneDNN has Winograd, "on" must have used it.
   const bool cpu_has_winograd = dnnl_engine::winograd_available();
-  if (cpu_has_winograd) EXPECT_EQ(dnnl_engine::winograd_conv_runs(), runs + 1) << "conv_winograd = 1 did not run Winograd";
+  if (cpu_has_winograd)
+    EXPECT_EQ(dnnl_engine::winograd_conv_runs(), runs + 1) << "conv_winograd = 1 did not run Winograd";
   runs = dnnl_engine::winograd_conv_runs();
   {
     // Set after the session was created: not read by the run any more.

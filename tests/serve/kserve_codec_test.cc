@@ -1,13 +1,13 @@
 // KServe v2 wire format: request parsing (JSON and binary tensors, every refusal with its
 // catalogue code, hostile bodies) and response encoding. Runs in gearbox_unit_tests, so the
 // sanitizer build (make test-asan) checks the parser on bad bodies too.
+#include "serve/kserve_codec.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
 #include <string>
-
-#include "serve/kserve_codec.h"
 
 namespace gearbox::serve {
 namespace {
@@ -97,9 +97,10 @@ TEST(KServeCodec, JsonRefusals) {
             ErrorCode::SERVE_REQUEST_INVALID);
   // The largest finite values themselves are accepted and stored exactly (numpy: float16(65504)).
   {
-    auto ok = parse_infer_request(R"({"inputs":[{"name":"f","shape":[1],"datatype":"FP32","data":[3.4028234663852886e38]},
+    auto ok =
+        parse_infer_request(R"({"inputs":[{"name":"f","shape":[1],"datatype":"FP32","data":[3.4028234663852886e38]},
                                                 {"name":"h","shape":[1],"datatype":"FP16","data":[-65504]}]})",
-                                  std::nullopt);
+                            std::nullopt);
     ASSERT_TRUE(ok.ok()) << ok.status().to_string();
     EXPECT_EQ(ok->inputs.at("f").data<float>()[0], std::numeric_limits<float>::max());
     EXPECT_EQ(static_cast<float>(ok->inputs.at("h").data<Half>()[0]), -65504.0f);
@@ -121,9 +122,10 @@ TEST(KServeCodec, JsonRefusals) {
         << bad;
   }
   {
-    auto edge = parse_infer_request(R"({"inputs":[{"name":"i","shape":[1],"datatype":"INT64","data":[-9223372036854775808.0]},
+    auto edge =
+        parse_infer_request(R"({"inputs":[{"name":"i","shape":[1],"datatype":"INT64","data":[-9223372036854775808.0]},
                                                   {"name":"u","shape":[1],"datatype":"UINT64","data":[1.8446744073709550e19]}]})",
-                                    std::nullopt);
+                            std::nullopt);
     ASSERT_TRUE(edge.ok()) << edge.status().to_string();
     EXPECT_EQ(edge->inputs.at("i").data<int64_t>()[0], std::numeric_limits<int64_t>::min());
     EXPECT_EQ(edge->inputs.at("u").data<uint64_t>()[0], 18446744073709549568ull);  // the double below 2^64
@@ -162,7 +164,8 @@ TEST(KServeCodec, BinaryTensors) {
   EXPECT_TRUE(r->inputs.at("b").data<bool>()[1]);
 
   // Sizes that disagree with the shape, the header length or the body.
-  std::string bad_size = R"({"inputs":[{"name":"x","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":8}}]})";
+  std::string bad_size =
+      R"({"inputs":[{"name":"x","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":8}}]})";
   EXPECT_EQ(parse_error(binary_body(bad_size, xs, 8), bad_size.size()), ErrorCode::SERVE_BINARY_DATA_INVALID);
   std::string one = R"({"inputs":[{"name":"x","shape":[3],"datatype":"FP32","parameters":{"binary_data_size":12}}]})";
   EXPECT_EQ(parse_error(binary_body(one, xs, 8), one.size()), ErrorCode::SERVE_BINARY_DATA_INVALID);
@@ -180,8 +183,9 @@ TEST(KServeCodec, EncodeJsonAndBinaryOutputs) {
   h.data<Half>()[0] = Half(0.25f);
   EncodedResponse json_only = encode_infer_response("m", "1", "id9", {{"y", y, false}, {"h", h, false}});
   EXPECT_FALSE(json_only.header_length.has_value());
-  EXPECT_EQ(json_only.body,
-            R"({"id":"id9","model_name":"m","model_version":"1","outputs":[{"data":[0.5,-1.0],"datatype":"FP32","name":"y","shape":[1,2]},{"data":[0.25],"datatype":"FP16","name":"h","shape":[1]}]})");
+  EXPECT_EQ(
+      json_only.body,
+      R"({"id":"id9","model_name":"m","model_version":"1","outputs":[{"data":[0.5,-1.0],"datatype":"FP32","name":"y","shape":[1,2]},{"data":[0.25],"datatype":"FP16","name":"h","shape":[1]}]})");
 
   EncodedResponse mixed = encode_infer_response("m", "1", "", {{"y", y, true}, {"h", h, false}});
   ASSERT_TRUE(mixed.header_length.has_value());
