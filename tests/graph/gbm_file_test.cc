@@ -2,14 +2,13 @@
 // from; corrupted and incompatible files each fail with their own code; a bounded fuzz run
 // of the loader never crashes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
-
-#include <unistd.h>
 
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
@@ -106,8 +105,7 @@ void write(const std::string& path, const std::string& bytes) {
 }
 
 // What gearbox compile does: import, optimize with `opts`, serialize.
-std::string compile(const std::string& onnx_path, const OptimizerOptions& opts,
-                    std::vector<std::string> isa = {}) {
+std::string compile(const std::string& onnx_path, const OptimizerOptions& opts, std::vector<std::string> isa = {}) {
   auto model = import_onnx_file(onnx_path);
   EXPECT_TRUE(model.ok()) << model.status().to_string();
   auto rep = optimize(*model, opts);
@@ -237,8 +235,8 @@ TEST(GbmFile, BadMagic) {
 TEST(GbmFile, TruncatedAtSeveralOffsets) {
   std::string f = valid_file();
   ASSERT_GT(f.size(), 256u);
-  for (size_t cut : {size_t(2), size_t(6), size_t(20), size_t(63), size_t(64), size_t(100), f.size() / 2,
-                     f.size() - 1}) {
+  for (size_t cut :
+       {size_t(2), size_t(6), size_t(20), size_t(63), size_t(64), size_t(100), f.size() / 2, f.size() - 1}) {
     EXPECT_EQ(load_code(f.substr(0, cut)), ErrorCode::GBM_TRUNCATED) << "cut at " << cut;
   }
 }
@@ -519,6 +517,29 @@ TEST(GbmFile, SubgraphReadingASiblingsValueIsInvalid) {
   auto bytes = gbm::serialize(*m, {});
   ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
   EXPECT_EQ(load_code(*bytes), ErrorCode::GBM_INVALID);
+}
+
+// A node with two attributes of one name (the If's else_branch renamed then_branch in the
+// file, checksum repaired): the second would replace the first subgraph, whose values the reader
+// had already recorded, and the final check then read freed values (found by fuzz/gbm_read).
+// Now GBM_INVALID naming the attribute.
+TEST(GbmFile, RepeatedAttributeNameIsInvalid) {
+  std::string onnx = tmp_path("gbm_cf_dup_attr.onnx");
+  write(onnx, control_flow_model());
+  auto m = import_onnx_file(onnx);
+  ASSERT_TRUE(m.ok());
+  auto bytes = gbm::serialize(*m, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  std::string b = *bytes;
+  const size_t at = b.find("else_branch");
+  ASSERT_NE(at, std::string::npos);
+  b.replace(at, 11, "then_branch");
+  refresh_checksum(b);
+  auto loaded = gbm::read_bytes(b.data(), b.size());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), ErrorCode::GBM_INVALID);
+  EXPECT_NE(loaded.status().message().find("two attributes named 'then_branch'"), std::string::npos)
+      << loaded.status().to_string();
 }
 
 // 4000 random mutations of valid files: each loads or fails with a .gbm code, never

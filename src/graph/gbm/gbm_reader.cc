@@ -70,7 +70,8 @@ class Reader {
     h.blob_size = load<uint64_t>(data_ + 40);
     h.checksum = load<uint64_t>(data_ + 48);
     if (h.header_size != kHeaderSize)
-      return make_error(ErrorCode::GBM_INVALID, where_, " declares a ", h.header_size, "-byte header, not ", kHeaderSize);
+      return make_error(ErrorCode::GBM_INVALID, where_, " declares a ", h.header_size, "-byte header, not ",
+                        kHeaderSize);
     auto inside = [&](uint64_t off, uint64_t len) { return off <= size_ && len <= size_ - off; };
     if (!inside(h.meta_offset, h.meta_size) || !inside(h.blob_offset, h.blob_size))
       return make_error(ErrorCode::GBM_TRUNCATED, where_, " is ", size_, " bytes but declares metadata at [",
@@ -90,8 +91,8 @@ class Reader {
     blob_size_ = h.blob_size;
     if (m_->format_version() > kFormatVersion)
       return make_error(ErrorCode::GBM_VERSION_NEWER, where_, " has metadata version ", m_->format_version(),
-                        " (written by gearbox ", str(m_->gearbox_version()), "); this gearbox (", GEARBOX_VERSION_STRING,
-                        ") reads up to version ", kFormatVersion);
+                        " (written by gearbox ", str(m_->gearbox_version()), "); this gearbox (",
+                        GEARBOX_VERSION_STRING, ") reads up to version ", kFormatVersion);
     GBX_RETURN_IF_ERROR(check_features());
     GBX_RETURN_IF_ERROR(check_isa());
     GBX_LOG_INFO("GBM", "{}: format version {}, compiled by gearbox {}{}", where_, m_->format_version(),
@@ -136,9 +137,9 @@ class Reader {
         if (!known.count(required_features_.back())) unknown.push_back(required_features_.back());
       }
     if (unknown.empty()) return Status::OK();
-    return make_error(ErrorCode::GBM_FEATURE_UNKNOWN, where_, " was compiled by gearbox ",
-                      str(m_->gearbox_version()), " and requires feature(s) ", join(unknown),
-                      " that this gearbox (", GEARBOX_VERSION_STRING, ") does not implement");
+    return make_error(ErrorCode::GBM_FEATURE_UNKNOWN, where_, " was compiled by gearbox ", str(m_->gearbox_version()),
+                      " and requires feature(s) ", join(unknown), " that this gearbox (", GEARBOX_VERSION_STRING,
+                      ") does not implement");
   }
 
   Status check_isa() {
@@ -148,8 +149,7 @@ class Reader {
     device::Capabilities caps = device::detect_cpu_capabilities();
     for (const std::string& f : required_isa_)
       if (!caps.has(f))
-        return make_error(ErrorCode::GBM_ISA_MISSING, where_, " needs the CPU feature '", f,
-                          "', which this CPU lacks",
+        return make_error(ErrorCode::GBM_ISA_MISSING, where_, " needs the CPU feature '", f, "', which this CPU lacks",
                           caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)",
                           "; recompile the .onnx with gearbox compile --target generic");
     return Status::OK();
@@ -159,7 +159,8 @@ class Reader {
 
   Result<Value*> value_at(int i, bool allow_none) const {
     if (i == -1 && allow_none) return static_cast<Value*>(nullptr);
-    if (i < 0 || static_cast<size_t>(i) >= values_.size()) return bad("value index " + std::to_string(i) + " out of range");
+    if (i < 0 || static_cast<size_t>(i) >= values_.size())
+      return bad("value index " + std::to_string(i) + " out of range");
     // Not created yet: it belongs to a subgraph that is not this graph or one enclosing it.
     if (!values_[static_cast<size_t>(i)])
       return bad("value " + std::to_string(i) + " is used outside the subgraph that defines it");
@@ -311,7 +312,7 @@ class Reader {
 
   // Value i as read by graph g: it must be defined by g or a graph enclosing it.
   Result<Value*> visible_value(int i, const Graph& g, bool allow_none) const {
-    GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, allow_none));
+    GBX_ASSIGN_OR_RETURN(Value * v, value_at(i, allow_none));
     if (!v) return v;
     for (const Graph* s = &g; s; s = s->parent)
       if (value_graph_[static_cast<size_t>(i)] == s) return v;
@@ -320,7 +321,7 @@ class Reader {
 
   // Value i as defined by graph g (an input, initializer or node output of g itself).
   Result<Value*> own_value(int i, const Graph& g) const {
-    GBX_ASSIGN_OR_RETURN(Value* v, value_at(i, false));
+    GBX_ASSIGN_OR_RETURN(Value * v, value_at(i, false));
     if (value_graph_[static_cast<size_t>(i)] != &g)
       return bad("graph '" + g.name + "' defines value '" + v->name + "', which another graph owns");
     return v;
@@ -361,7 +362,7 @@ class Reader {
         if (n->op_type.empty()) return bad("a node has no op_type");
         if (fn->inputs())
           for (int32_t i : *fn->inputs()) {
-            GBX_ASSIGN_OR_RETURN(Value* v, visible_value(i, g, true));
+            GBX_ASSIGN_OR_RETURN(Value * v, visible_value(i, g, true));
             if (v) used_.insert(v);
             n->inputs.push_back(v);
           }
@@ -379,6 +380,9 @@ class Reader {
         if (fn->attrs())
           for (const auto* fa : *fn->attrs()) {
             std::string name = str(fa->name());
+            // A repeated name would replace the first attribute, and with it any subgraph whose
+            // values this reader already recorded as read or defined (pointers left dangling).
+            if (n->attrs.count(name)) return bad("node '" + n->name + "' has two attributes named '" + name + "'");
             GBX_ASSIGN_OR_RETURN(Attribute a, attribute(*fa, g));
             n->attrs[name] = std::move(a);
           }
@@ -430,9 +434,9 @@ class Reader {
   uint64_t blob_size_ = 0;
   std::vector<std::string> required_isa_;
   std::vector<std::string> required_features_;
-  std::vector<Value*> values_;             // Model.values index -> the value, once created
-  std::vector<const fb::Graph*> claimed_by_;    // Model.values index -> defining subgraph (nullptr: main)
-  std::vector<const Graph*> value_graph_;  // Model.values index -> the graph it was created in
+  std::vector<Value*> values_;                // Model.values index -> the value, once created
+  std::vector<const fb::Graph*> claimed_by_;  // Model.values index -> defining subgraph (nullptr: main)
+  std::vector<const Graph*> value_graph_;     // Model.values index -> the graph it was created in
   std::set<const Value*> defined_, used_;
 };
 
