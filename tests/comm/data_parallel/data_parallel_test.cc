@@ -27,6 +27,7 @@ namespace nn = gbx::nn;
 using gearbox::comm::testing::join;
 using gearbox::comm::testing::RankResult;
 using gearbox::comm::testing::read_double;
+using gearbox::comm::testing::run_and_collect;
 using gearbox::comm::testing::run_ranks;
 
 namespace {
@@ -214,41 +215,13 @@ RunResult load(const std::string& path) {
 }
 
 // Runs the reference (one forked child) and the data-parallel job on `ranks` forked ranks. Returns
-// the reference's result and every rank's.
+// the reference's result and every rank's (empty when a child failed: a test failure already).
 std::pair<RunResult, std::vector<RunResult>> run_both(const RunConfig& cfg, int ranks, const std::string& tag) {
-  const std::string out = gearbox::comm::testing::fresh_dir("ddp_" + tag);
-  const std::string ref_path = out + "/ref";
-  auto ref = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train(cfg, nullptr), ref_path);
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  EXPECT_EQ(ref[0].exit_code, 0) << ref[0].message;
-  auto results = run_ranks(ranks, tag, [&](int rank, int size, const std::string& dir) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, dir, &comm, &error);
-    if (!pg) return error;
-    try {
-      save(train(cfg, pg), out + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  std::vector<RunResult> per_rank;
-  for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ(results[static_cast<size_t>(r)].exit_code, 0)
-        << "rank " << r << ": " << results[static_cast<size_t>(r)].message;
-    per_rank.push_back(load(out + "/" + std::to_string(r)));
-  }
-  RunResult reference = load(ref_path);
-  std::error_code ec;
-  std::filesystem::remove_all(out, ec);
-  return {reference, per_rank};
+  auto job = [&cfg](std::shared_ptr<nn::ProcessGroup> group) { return train(cfg, group); };
+  auto ref = run_and_collect<RunResult>(1, false, "ddp_" + tag + "_ref", job, save, load);
+  auto per_rank = run_and_collect<RunResult>(ranks, true, "ddp_" + tag, job, save, load);
+  if (ref.empty() || per_rank.empty()) return {RunResult{}, std::vector<RunResult>(size_t(ranks))};
+  return {ref[0], per_rank};
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../rank_runner.h"
@@ -84,8 +85,9 @@ struct TrainedRun {
   std::map<std::string, std::vector<double>> params;
 };
 
-inline void save_run(const TrainedRun& r, const std::string& path) {
-  std::ofstream f(path);
+// A run's losses and parameters as text (hex floats: exact across the fork); tests with more
+// to report write it after these.
+inline void write_run(std::ostream& f, const TrainedRun& r) {
   write_doubles(f, r.losses);
   f << r.params.size() << '\n';
   for (auto& [name, v] : r.params) {
@@ -94,8 +96,7 @@ inline void save_run(const TrainedRun& r, const std::string& path) {
   }
 }
 
-inline TrainedRun load_run(const std::string& path) {
-  std::ifstream f(path);
+inline TrainedRun read_run(std::istream& f) {
   TrainedRun r;
   r.losses = read_doubles(f);
   size_t n = 0;
@@ -108,6 +109,16 @@ inline TrainedRun load_run(const std::string& path) {
   return r;
 }
 
+inline void save_run(const TrainedRun& r, const std::string& path) {
+  std::ofstream f(path);
+  write_run(f, r);
+}
+
+inline TrainedRun load_run(const std::string& path) {
+  std::ifstream f(path);
+  return read_run(f);
+}
+
 // The largest |got - want| / |want| over two equally long series.
 inline double worst_relative_difference(const std::vector<double>& got, const std::vector<double>& want) {
   double worst = 0;
@@ -116,47 +127,65 @@ inline double worst_relative_difference(const std::vector<double>& got, const st
   return worst;
 }
 
-// train(nullptr) in one forked child (the one-process reference), then train(group) on each of
-// n forked ranks joined in a Gloo group (kernels never run in the test process itself). A child
-// that fails or throws fails the test (ok false). Returns the reference and the ranks' runs.
-struct ParallelRuns {
-  bool ok = false;
-  TrainedRun reference;
-  std::vector<TrainedRun> ranks;
-};
-inline ParallelRuns run_reference_and_ranks(
-    int n, const std::string& tag, const std::function<TrainedRun(std::shared_ptr<gbx::nn::ProcessGroup>)>& train) {
-  const std::string out = fresh_dir(tag);
-  auto guarded = [&](std::shared_ptr<gbx::nn::ProcessGroup> group, const std::string& path) -> std::string {
+// Runs `job` in n forked children and returns what each wrote with `save`, read back with
+// `load` (kernels never run in the test process itself). joined: the children are the ranks of
+// a Gloo group and `job` gets it; otherwise `job` gets nullptr (a one-process reference). A
+// child that fails or throws is a test failure, and the result is then empty.
+template <class Result>
+std::vector<Result> run_and_collect(
+    int n, bool joined, const std::string& tag,
+    const std::function<std::type_identity_t<Result>(std::shared_ptr<gbx::nn::ProcessGroup>)>& job,
+    void (*save)(const std::type_identity_t<Result>&, const std::string&),
+    std::type_identity_t<Result> (*load)(const std::string&)) {
+  const std::string out = fresh_dir(tag + "_out");
+  auto children = run_ranks(n, tag, [&](int rank, int size, const std::string& dir) -> std::string {
+    std::unique_ptr<GlooCommunicator> comm;
+    std::shared_ptr<gbx::nn::ProcessGroup> group;
+    if (joined) {
+      std::string error;
+      group = join(rank, size, dir, &comm, &error);
+      if (!group) return error;
+    }
     try {
-      save_run(train(std::move(group)), path);
+      save(job(group), out + "/" + std::to_string(rank));
     } catch (const std::exception& e) {
       return e.what();
     }
     return "";
-  };
-  ParallelRuns result;
-  auto ref = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) { return guarded(nullptr, out + "/ref"); });
-  EXPECT_EQ(ref[0].exit_code, 0) << tag << " reference: " << ref[0].message;
-  auto ranks = run_ranks(n, tag, [&](int rank, int size, const std::string& dir) -> std::string {
-    std::unique_ptr<GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, dir, &comm, &error);
-    if (!pg) return error;
-    return guarded(pg, out + "/" + std::to_string(rank));
   });
-  result.ok = ref[0].exit_code == 0;
+  bool ok = true;
   for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(ranks[size_t(r)].exit_code, 0) << tag << " rank " << r << ": " << ranks[size_t(r)].message;
-    result.ok = result.ok && ranks[size_t(r)].exit_code == 0;
+    EXPECT_EQ(children[size_t(r)].exit_code, 0) << tag << " rank " << r << ": " << children[size_t(r)].message;
+    ok = ok && children[size_t(r)].exit_code == 0;
   }
-  if (result.ok) {
-    result.reference = load_run(out + "/ref");
-    for (int r = 0; r < n; ++r) result.ranks.push_back(load_run(out + "/" + std::to_string(r)));
-  }
+  std::vector<Result> results;
+  if (ok)
+    for (int r = 0; r < n; ++r) results.push_back(load(out + "/" + std::to_string(r)));
   std::error_code ec;
   std::filesystem::remove_all(out, ec);
-  return result;
+  return results;
+}
+
+// train(nullptr) in one forked child (the one-process reference), then train(group) on each of
+// n forked ranks joined in a Gloo group. ok false (and a test failure) when a child failed.
+template <class Result>
+struct ParallelRuns {
+  bool ok = false;
+  Result reference;
+  std::vector<Result> ranks;
+};
+template <class Result = TrainedRun>
+ParallelRuns<Result> run_reference_and_ranks(
+    int n, const std::string& tag,
+    const std::function<std::type_identity_t<Result>(std::shared_ptr<gbx::nn::ProcessGroup>)>& train,
+    void (*save)(const std::type_identity_t<Result>&, const std::string&) = save_run,
+    std::type_identity_t<Result> (*load)(const std::string&) = load_run) {
+  ParallelRuns<Result> runs;
+  auto ref = run_and_collect<Result>(1, false, tag + "_ref", train, save, load);
+  runs.ranks = run_and_collect<Result>(n, true, tag, train, save, load);
+  runs.ok = !ref.empty() && !runs.ranks.empty();
+  if (!ref.empty()) runs.reference = ref[0];
+  return runs;
 }
 
 }  // namespace gearbox::comm::testing

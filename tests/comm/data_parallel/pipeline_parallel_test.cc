@@ -18,9 +18,14 @@ namespace nn = gbx::nn;
 using gearbox::comm::testing::join;
 using gearbox::comm::testing::MeanOverSequence;
 using gearbox::comm::testing::read_doubles;
+using gearbox::comm::testing::read_run;
 using gearbox::comm::testing::RowsAsSequence;
 using gearbox::comm::testing::run_ranks;
+using gearbox::comm::testing::run_reference_and_ranks;
+using gearbox::comm::testing::TrainedRun;
+using gearbox::comm::testing::worst_relative_difference;
 using gearbox::comm::testing::write_doubles;
+using gearbox::comm::testing::write_run;
 
 namespace {
 
@@ -77,9 +82,8 @@ std::unique_ptr<nn::Optimizer> make_optimizer(Opt opt, Net net, const std::vecto
   return std::make_unique<nn::AdamW>(params, nn::AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
 }
 
-struct Run {
-  std::vector<double> losses;
-  std::map<std::string, std::vector<double>> params;  // "layer.name" -> values
+// The losses and this stage's parameters ("layer.name"), and the pipeline's stats.
+struct Run : TrainedRun {
   int64_t max_in_flight = 0;
   double ideal_bubble = 0;
 };
@@ -126,12 +130,7 @@ Run train(const Config& cfg, std::shared_ptr<nn::ProcessGroup> group) {
 
 void save(const Run& r, const std::string& path) {
   std::ofstream f(path);
-  write_doubles(f, r.losses);
-  f << r.params.size() << '\n';
-  for (auto& [name, v] : r.params) {
-    f << name << ' ';
-    write_doubles(f, v);
-  }
+  write_run(f, r);
   f << r.max_in_flight << ' ';
   write_doubles(f, {r.ideal_bubble});
 }
@@ -139,66 +138,25 @@ void save(const Run& r, const std::string& path) {
 Run load(const std::string& path) {
   std::ifstream f(path);
   Run r;
-  r.losses = read_doubles(f);
-  size_t n = 0;
-  f >> n;
-  for (size_t i = 0; i < n; ++i) {
-    std::string name;
-    f >> name;
-    r.params[name] = read_doubles(f);
-  }
+  static_cast<TrainedRun&>(r) = read_run(f);
   f >> r.max_in_flight;
   r.ideal_bubble = read_doubles(f).at(0);
   return r;
 }
 
-// The reference and the pipelined job, each in forked children (the parent runs no kernels).
-std::pair<Run, std::vector<Run>> run_both(const Config& cfg, const std::string& tag) {
-  const std::string out = gearbox::comm::testing::fresh_dir("pp_" + tag);
-  auto ref = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train(cfg, nullptr), out + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  EXPECT_EQ(ref[0].exit_code, 0) << ref[0].message;
-  auto ranks = run_ranks(cfg.stages, tag, [&](int rank, int size, const std::string& dir) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, dir, &comm, &error);
-    if (!pg) return error;
-    try {
-      save(train(cfg, pg), out + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  std::vector<Run> per_rank;
-  for (int r = 0; r < cfg.stages; ++r) {
-    EXPECT_EQ(ranks[size_t(r)].exit_code, 0) << "rank " << r << ": " << ranks[size_t(r)].message;
-    per_rank.push_back(load(out + "/" + std::to_string(r)));
-  }
-  Run reference = load(out + "/ref");
-  std::error_code ec;
-  std::filesystem::remove_all(out, ec);
-  return {reference, per_rank};
-}
-
 void expect_matches(const Config& cfg, const std::string& tag) {
-  auto [ref, ranks] = run_both(cfg, tag);
+  auto runs = run_reference_and_ranks<Run>(
+      cfg.stages, "pp_" + tag, [&cfg](auto group) { return train(cfg, group); }, save, load);
+  ASSERT_TRUE(runs.ok);
+  const Run& ref = runs.reference;
+  const std::vector<Run>& ranks = runs.ranks;
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   size_t params_seen = 0;
   for (size_t r = 0; r < ranks.size(); ++r) {
     const Run& run = ranks[r];
     ASSERT_EQ(run.losses.size(), size_t(kSteps)) << "rank " << r;
-    double worst = 0;
-    for (int s = 0; s < kSteps; ++s)
-      worst =
-          std::max(worst, std::abs(run.losses[size_t(s)] - ref.losses[size_t(s)]) / std::abs(ref.losses[size_t(s)]));
-    EXPECT_LE(worst, 1e-5) << tag << " rank " << r << ": worst per-step loss difference";
+    EXPECT_LE(worst_relative_difference(run.losses, ref.losses), 1e-5)
+        << tag << " rank " << r << ": worst per-step loss difference";
     for (auto& [name, v] : run.params) {
       auto it = ref.params.find(name);
       ASSERT_NE(it, ref.params.end()) << name;

@@ -28,6 +28,7 @@
 namespace nn = gbx::nn;
 using gearbox::comm::testing::join;
 using gearbox::comm::testing::read_doubles;
+using gearbox::comm::testing::run_and_collect;
 using gearbox::comm::testing::run_ranks;
 using gearbox::comm::testing::write_doubles;
 
@@ -63,21 +64,14 @@ std::vector<double> global_mean(nn::ProcessGroup& world, const std::vector<doubl
 }
 
 // What one process of a run leaves (text, hex floats: exact across the fork).
-struct RunResult {
-  std::vector<double> losses;
-  std::map<std::string, std::vector<double>> params;
+struct RunResult : gearbox::comm::testing::TrainedRun {
   std::vector<std::string> stepped;  // stage 1: the parameters this rank's local optimizer holds
   double local_elements = 0;         // elements the local optimizer steps
   double state_bytes = 0, gradient_bytes = 0;
 
   void save(const std::string& path) const {
     std::ofstream f(path);
-    write_doubles(f, losses);
-    f << params.size() << '\n';
-    for (auto& [name, v] : params) {
-      f << name << ' ';
-      write_doubles(f, v);
-    }
+    gearbox::comm::testing::write_run(f, *this);
     f << stepped.size();
     for (auto& s : stepped) f << ' ' << s;
     f << '\n';
@@ -86,14 +80,7 @@ struct RunResult {
   static RunResult load(const std::string& path) {
     std::ifstream f(path);
     RunResult r;
-    r.losses = read_doubles(f);
-    size_t np = 0;
-    f >> np;
-    for (size_t i = 0; i < np; ++i) {
-      std::string name;
-      f >> name;
-      r.params[name] = read_doubles(f);
-    }
+    static_cast<gearbox::comm::testing::TrainedRun&>(r) = gearbox::comm::testing::read_run(f);
     size_t ns = 0;
     f >> ns;
     r.stepped.resize(ns);
@@ -179,43 +166,18 @@ RunResult train(Opt opt, int stage, int steps, std::shared_ptr<nn::ProcessGroup>
 
 std::pair<RunResult, std::vector<RunResult>> run_both(Opt opt, int stage, int ranks, int steps,
                                                       const std::string& tag) {
-  const std::string out = gearbox::comm::testing::fresh_dir("zero_" + tag);
+  auto job = [&](std::shared_ptr<nn::ProcessGroup> group) { return train(opt, stage, steps, group); };
+  auto save = [](const RunResult& r, const std::string& path) { r.save(path); };
   // The reference depends on the optimizer only: run once per optimizer (and step count).
   static std::map<std::pair<Opt, int>, RunResult> references;
   if (!references.count({opt, steps})) {
-    auto ref = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
-      try {
-        train(opt, stage, steps, nullptr).save(out + "/ref");
-      } catch (const std::exception& e) {
-        return e.what();
-      }
-      return "";
-    });
-    EXPECT_EQ(ref[0].exit_code, 0) << ref[0].message;
-    references[{opt, steps}] = RunResult::load(out + "/ref");
+    auto ref = run_and_collect<RunResult>(1, false, "zero_" + tag + "_ref", job, save, RunResult::load);
+    if (ref.empty()) return {RunResult{}, std::vector<RunResult>(size_t(ranks))};
+    references[{opt, steps}] = ref[0];
   }
-  auto results = run_ranks(ranks, tag, [&](int rank, int size, const std::string& dir) -> std::string {
-    std::unique_ptr<gearbox::comm::GlooCommunicator> comm;
-    std::string error;
-    auto pg = join(rank, size, dir, &comm, &error);
-    if (!pg) return error;
-    try {
-      train(opt, stage, steps, pg).save(out + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  std::vector<RunResult> per_rank;
-  for (int r = 0; r < ranks; ++r) {
-    EXPECT_EQ(results[static_cast<size_t>(r)].exit_code, 0)
-        << "rank " << r << ": " << results[static_cast<size_t>(r)].message;
-    per_rank.push_back(RunResult::load(out + "/" + std::to_string(r)));
-  }
-  RunResult reference = references[{opt, steps}];
-  std::error_code ec;
-  std::filesystem::remove_all(out, ec);
-  return {reference, per_rank};
+  auto per_rank = run_and_collect<RunResult>(ranks, true, "zero_" + tag, job, save, RunResult::load);
+  if (per_rank.empty()) per_rank.resize(size_t(ranks));
+  return {references[{opt, steps}], per_rank};
 }
 
 double rel(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-12); }
