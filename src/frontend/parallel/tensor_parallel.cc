@@ -87,12 +87,6 @@ void check_split(int64_t features, const std::shared_ptr<ProcessGroup>& group, c
                                      " must be a positive multiple of the group size ", group->size()));
 }
 
-// A copy that owns its buffer: parameters are updated in place.
-Tensor owned(const Tensor& t) {
-  NoGradGuard no_grad;
-  return t.clone();
-}
-
 }  // namespace
 
 Tensor copy_to_tensor_parallel_region(const Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
@@ -195,10 +189,10 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t in_features, int64_t out_feat
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   const int64_t rows = out_features / group_->size(), first = group_->rank() * rows;
   Tensor w = Tensor::uniform({out_features, in_features}, -bound, bound);
-  weight_ = register_parameter("weight", owned(slice(w, 0, first, first + rows)));
+  weight_ = register_parameter("weight", slice(w, 0, first, first + rows).clone());
   if (opt_.bias) {
     Tensor b = Tensor::uniform({out_features}, -bound, bound);
-    bias_ = register_parameter("bias", owned(slice(b, 0, first, first + rows)));
+    bias_ = register_parameter("bias", slice(b, 0, first, first + rows).clone());
   }
 }
 
@@ -220,8 +214,8 @@ RowParallelLinear::RowParallelLinear(int64_t in_features, int64_t out_features, 
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   const int64_t cols = in_features / group_->size(), first = group_->rank() * cols;
   Tensor w = Tensor::uniform({out_features, in_features}, -bound, bound);
-  weight_ = register_parameter("weight", owned(slice(w, 1, first, first + cols)));
-  if (opt_.bias) bias_ = register_parameter("bias", owned(Tensor::uniform({out_features}, -bound, bound)));
+  weight_ = register_parameter("weight", slice(w, 1, first, first + cols).clone());
+  if (opt_.bias) bias_ = register_parameter("bias", Tensor::uniform({out_features}, -bound, bound));
 }
 
 Tensor RowParallelLinear::forward(const Tensor& x) {
@@ -254,7 +248,7 @@ ParallelMultiheadAttention::ParallelMultiheadAttention(int64_t embed_dim, int64_
   const int64_t width = local_heads_ * (embed_dim / num_heads), first = group_->rank() * width;
   std::vector<Tensor> rows;
   for (int64_t i = 0; i < 3; ++i) rows.push_back(slice(full, 0, i * embed_dim + first, i * embed_dim + first + width));
-  in_proj_weight_ = register_parameter("in_proj_weight", owned(concat(rows, 0)));
+  in_proj_weight_ = register_parameter("in_proj_weight", concat(rows, 0));
   if (opt_.bias) in_proj_bias_ = register_parameter("in_proj_bias", Tensor::zeros({3 * width}));
   out_proj_ = std::make_shared<RowParallelLinear>(
       embed_dim, embed_dim, group_,
@@ -317,7 +311,7 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t num_embeddings, int64_t e
   const int64_t rows = num_embeddings / group_->size();
   first_ = group_->rank() * rows;
   Tensor full = Tensor::randn({num_embeddings, embedding_dim});  // as nn::Embedding draws it
-  weight_ = register_parameter("weight", owned(slice(full, 0, first_, first_ + rows)));
+  weight_ = register_parameter("weight", slice(full, 0, first_, first_ + rows).clone());
 }
 
 Tensor VocabParallelEmbedding::forward(const Tensor& ids) {
