@@ -15,15 +15,22 @@ using testing::run_ranks;
 
 using namespace testing;  // NOLINT: the checks' helpers
 
-std::string all_collectives(int rank, int size, const std::string& dir, Algorithm algo) {
+// Rank `rank` of a `size`-rank Gloo world meeting in dir's file store.
+Result<std::unique_ptr<GlooCommunicator>> connect(int rank, int size, const std::string& dir,
+                                                  Algorithm algorithm = Algorithm::Auto,
+                                                  std::chrono::milliseconds timeout = std::chrono::seconds(300)) {
   auto store = open_store("file:" + dir + "/store");
-  if (!store) return store.status().to_string();
+  if (!store) return store.status();
   GlooOptions o;
   o.rank = rank;
   o.size = size;
-  o.timeout = std::chrono::seconds(20);
-  o.algorithm = algo;
-  auto c = GlooCommunicator::create(*store, o);
+  o.algorithm = algorithm;
+  o.timeout = timeout;
+  return GlooCommunicator::create(*store, o);
+}
+
+std::string all_collectives(int rank, int size, const std::string& dir, Algorithm algo) {
+  auto c = connect(rank, size, dir, algo, std::chrono::seconds(20));
   if (!c) return c.status().to_string();
   return check_all_collectives(**c);
 }
@@ -49,13 +56,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, GlooCollectives, ::testing::Values(2, 3, 4));
 TEST(GlooAlgorithms, EachAlgorithmSumsLargeF32Exactly) {
   for (Algorithm a : {Algorithm::Ring, Algorithm::Bcube, Algorithm::HalvingDoubling}) {
     auto results = run_ranks(4, "algo", [a](int rank, int size, const std::string& dir) -> std::string {
-      auto store = open_store("file:" + dir + "/store");
-      GlooOptions o;
-      o.rank = rank;
-      o.size = size;
-      o.algorithm = a;
-      o.timeout = std::chrono::seconds(20);
-      auto c = GlooCommunicator::create(*store, o);
+      auto c = connect(rank, size, dir, a, std::chrono::seconds(20));
       if (!c) return c.status().to_string();
       const int64_t n = (3 << 20) / 4 + 5;  // 3 MB + a tail
       Tensor t(DType::F32, {n});
@@ -77,11 +78,7 @@ TEST(GlooAlgorithms, EachAlgorithmSumsLargeF32Exactly) {
 // 4-rank world where halving-doubling used to be chosen.
 TEST(GlooAlgorithms, AutoNeverPicksHalvingDoubling) {
   expect_all_ok(run_ranks(4, "auto_policy", [](int rank, int size, const std::string& dir) -> std::string {
-    auto store = open_store("file:" + dir + "/store");
-    GlooOptions o;
-    o.rank = rank;
-    o.size = size;
-    auto c = GlooCommunicator::create(*store, o);
+    auto c = connect(rank, size, dir);
     if (!c) return c.status().to_string();
     for (size_t bytes : {size_t(4), size_t(4096), size_t(256) << 10, size_t(17) << 20})
       for (DType t : {DType::F32, DType::I32, DType::I64, DType::F16, DType::BF16}) {
@@ -95,11 +92,7 @@ TEST(GlooAlgorithms, AutoNeverPicksHalvingDoubling) {
 
 TEST(GlooBucketed, BucketedAllreduceOfAListMatchesPerTensorSums) {
   expect_all_ok(run_ranks(3, "bucket", [](int rank, int size, const std::string& dir) -> std::string {
-    auto store = open_store("file:" + dir + "/store");
-    GlooOptions o;
-    o.rank = rank;
-    o.size = size;
-    auto c = GlooCommunicator::create(*store, o);
+    auto c = connect(rank, size, dir);
     if (!c) return c.status().to_string();
     std::vector<Tensor> ts;
     for (int k = 0; k < 7; ++k) ts.push_back(make_input(rank, 100 + 37 * k, k == 3 ? DType::I64 : DType::F32, k * 11));
@@ -121,11 +114,7 @@ TEST(GlooBucketed, BucketedAllreduceOfAListMatchesPerTensorSums) {
 
 TEST(GlooArguments, BadArgumentsAreReportedNotCrashed) {
   expect_all_ok(run_ranks(2, "args", [](int rank, int size, const std::string& dir) -> std::string {
-    auto store = open_store("file:" + dir + "/store");
-    GlooOptions o;
-    o.rank = rank;
-    o.size = size;
-    auto c = GlooCommunicator::create(*store, o);
+    auto c = connect(rank, size, dir);
     if (!c) return c.status().to_string();
     Tensor u8(DType::U8, {4});
     if ((*c)->allreduce(u8).code() != ErrorCode::COMM_INVALID_ARGUMENT) return "u8 allreduce accepted";
