@@ -335,12 +335,14 @@ Tensor VocabParallelEmbedding::forward(const Tensor& ids) {
 Tensor vocab_parallel_cross_entropy(const Tensor& local_logits, const Tensor& targets,
                                     const std::shared_ptr<ProcessGroup>& group) {
   check_group(group, "vocab_parallel_cross_entropy");
-  if (!local_logits.defined() || local_logits.rank() != 2 || local_logits.dtype() != DType::Float32)
-    throw_status(
-        gearbox::make_error(ErrorCode::SHAPE_MISMATCH,
-                            "vocab_parallel_cross_entropy: logits must be float32 [rows, classes / group size], "
-                            "got ",
-                            local_logits.defined() ? local_logits.describe() : std::string("undefined")));
+  if (!local_logits.defined() || local_logits.rank() != 2)
+    throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH,
+                                     "vocab_parallel_cross_entropy: logits must be [rows, classes / group size], got ",
+                                     local_logits.defined() ? local_logits.describe() : std::string("undefined")));
+  // The gradient is built from float32 values (the host arithmetic is double either way).
+  if (local_logits.dtype() != DType::Float32)
+    throw_status(gearbox::make_error(ErrorCode::INPUT_DTYPE_MISMATCH, "vocab_parallel_cross_entropy: logits are ",
+                                     local_logits.describe(), "; float32 logits are supported"));
   const int64_t n = local_logits.dim(0), c = local_logits.dim(1), first = group->rank() * c;
   if (!targets.defined() || targets.shape() != std::vector<int64_t>{n})
     throw_status(gearbox::make_error(ErrorCode::SHAPE_MISMATCH, "vocab_parallel_cross_entropy: targets must be [", n,

@@ -475,6 +475,20 @@ TEST(TensorParallel, UnevenSplitIsRefused) {
           return e.code() + ": " + e.what();
       }
     }
+    // Split cross-entropy: logits of the wrong rank or dtype are refused before any collective.
+    try {
+      nn::vocab_parallel_cross_entropy(nn::Tensor::zeros({4}), nn::Tensor::zeros({4}, nn::DType::Int64), pg);
+      return "no error for 1-D logits";
+    } catch (const nn::Error& e) {
+      if (e.code() != "SHAPE_MISMATCH") return e.code() + ": " + e.what();
+    }
+    try {
+      nn::vocab_parallel_cross_entropy(nn::Tensor::zeros({4, 3}, nn::DType::Float64),
+                                       nn::Tensor::zeros({4}, nn::DType::Int64), pg);
+      return "no error for float64 logits";
+    } catch (const nn::Error& e) {
+      if (e.code() != "INPUT_DTYPE_MISMATCH") return e.code() + ": " + e.what();
+    }
     return "";
   });
   for (int r = 0; r < 2; ++r)
