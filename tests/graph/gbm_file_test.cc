@@ -519,6 +519,30 @@ TEST(GbmFile, SubgraphReadingASiblingsValueIsInvalid) {
   EXPECT_EQ(load_code(*bytes), ErrorCode::GBM_INVALID);
 }
 
+// The metadata section moved to an odd offset (64 + 1; sections, header and checksum otherwise
+// valid): FlatBuffers verifies alignment relative to the section, so the file passed and was then
+// read with misaligned loads (UBSan; found by fuzz/gbm_read). Now GBM_INVALID.
+TEST(GbmFile, MisalignedMetadataSectionIsInvalid) {
+  const std::string f = valid_file();
+  uint64_t meta_offset, meta_size, blob_offset, blob_size;
+  std::memcpy(&meta_offset, f.data() + 16, 8);
+  std::memcpy(&meta_size, f.data() + 24, 8);
+  std::memcpy(&blob_offset, f.data() + 32, 8);
+  std::memcpy(&blob_size, f.data() + 40, 8);
+  ASSERT_EQ(meta_offset, gbm::kHeaderSize);
+  std::string moved = f.substr(0, gbm::kHeaderSize) + '\0' + f.substr(meta_offset, meta_size);
+  const uint64_t new_meta = gbm::kHeaderSize + 1;
+  moved.resize((moved.size() + gbm::kBlobAlignment - 1) / gbm::kBlobAlignment * gbm::kBlobAlignment, '\0');
+  const uint64_t new_blob = moved.size();
+  moved += f.substr(blob_offset, blob_size);
+  std::memcpy(moved.data() + 16, &new_meta, 8);
+  std::memcpy(moved.data() + 32, &new_blob, 8);
+  refresh_checksum(moved);
+  auto loaded = gbm::read_bytes(moved.data(), moved.size());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), ErrorCode::GBM_INVALID) << loaded.status().to_string();
+}
+
 // A node with two attributes of one name (the If's else_branch renamed then_branch in the
 // file, checksum repaired): the second would replace the first subgraph, whose values the reader
 // had already recorded, and the final check then read freed values (found by fuzz/gbm_read).

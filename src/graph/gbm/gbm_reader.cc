@@ -77,7 +77,7 @@ class Reader {
       return make_error(ErrorCode::GBM_TRUNCATED, where_, " is ", size_, " bytes but declares metadata at [",
                         h.meta_offset, ", +", h.meta_size, ") and weights at [", h.blob_offset, ", +", h.blob_size,
                         ")");
-    if (h.meta_offset < kHeaderSize || h.blob_offset % kBlobAlignment != 0)
+    if (!metadata_placed_well(h.meta_offset) || h.blob_offset % kBlobAlignment != 0)
       return make_error(ErrorCode::GBM_INVALID, where_, " has a misplaced metadata or weight section");
     uint64_t sum = gbm_checksum(data_ + kHeaderSize, size_ - kHeaderSize);
     if (sum != h.checksum)
@@ -114,12 +114,17 @@ class Reader {
   }
 
  private:
+  // After the header and 8-byte aligned, as the writer puts it. FlatBuffers' Verifier checks
+  // alignment relative to the buffer's start, so a metadata section at an odd offset would pass
+  // it and then be read with misaligned loads (undefined behaviour; found by fuzz/gbm_read).
+  static bool metadata_placed_well(uint64_t off) { return off >= kHeaderSize && off % 8 == 0; }
+
   // " (written by gearbox X)" when a file of a newer format still has metadata this
   // gearbox can verify (fields are only ever appended), else "": for the error message only.
   std::string writer_hint() const {
     if (size_ < kHeaderSize) return "";
     const uint64_t off = load<uint64_t>(data_ + 16), size = load<uint64_t>(data_ + 24);
-    if (off < kHeaderSize || off > size_ || size > size_ - off) return "";
+    if (!metadata_placed_well(off) || off > size_ || size > size_ - off) return "";
     flatbuffers::Verifier verifier(data_ + off, size);
     if (!fb::VerifyModelBuffer(verifier)) return "";
     std::string v = str(fb::GetModel(data_ + off)->gearbox_version());
