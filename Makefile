@@ -7,12 +7,15 @@
 # plus `make test-asan`: the bad-input and unit tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer (.ci/run runs it too), and `make test-tsan`: the concurrency test
 # (8 threads x 50 runs on one Session) under ThreadSanitizer, which `make test` runs last,
-# and `make fuzz`: every libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) each.
+# and `make fuzz`: every libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) each, or for
+# FUZZ_RUNS inputs from FUZZ_SEED (CI: the same inputs on every run, so a red is reproducible).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
+FUZZ_RUNS    ?=
+FUZZ_SEED    ?=
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
@@ -55,7 +58,7 @@ fuzz: deps
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DGEARBOX_FUZZ=ON $(CMAKE_ARGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
-	bash fuzz/run_all.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SEED=$(FUZZ_SEED) bash fuzz/run_all.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # ThreadSanitizer: builds only gearbox_concurrency_tests (tests/CMakeLists.txt) in its own tree,
 # -O1 without -g like test-asan, and runs it with one OpenMP thread per session (libgomp is not

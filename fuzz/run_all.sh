@@ -15,4 +15,4 @@ if [ ${#failed[@]} -ne 0 ]; then
   echo "make fuzz: FAILED: ${failed[*]} (reproducers in $build/fuzz/crashes/; rerun one: $build/fuzz/fuzz_TARGET FILE)"
   exit 1
 fi
-echo "make fuzz: every target ran ${seconds} s without a finding"
+echo "make fuzz: every target ran ${FUZZ_RUNS:+$FUZZ_RUNS inputs or }${seconds} s without a finding"

@@ -4,6 +4,8 @@
 # from, never written to) and prints one summary line:
 #   fuzz TARGET: ok|CRASH|FAILED (exit N) execs E (E/s), cov C ft F, corpus N units / B bytes, crashes K
 # Exit status: the fuzzer's (0: no crash, leak, sanitizer report or timeout).
+# FUZZ_RUNS=N stops after N inputs (SECONDS still caps it) and FUZZ_SEED=S fixes libFuzzer's
+# random seed: together the same inputs on every run, as CI wants (a red there reproduces).
 # Usage: fuzz/run_one.sh BUILD TARGET SECONDS WORK_CORPUS
 set -u
 build=$1 target=$2 seconds=$3 work=$4
@@ -15,7 +17,7 @@ log=$build/fuzz/$target.log
 mkdir -p "$work" "$crashes"
 # -timeout: one input taking longer is a hang and fails; -rss_limit_mb: a run using more is a
 # finding too (an allocation sized by the input, unchecked). detect_leaks: libFuzzer's default.
-"$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+"$bin" -max_total_time="$seconds" ${FUZZ_RUNS:+-runs=$FUZZ_RUNS} ${FUZZ_SEED:+-seed=$FUZZ_SEED} -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$crashes/$target-" "$work" "$root/fuzz/corpus/$target" \
   $( [ -d "$root/fuzz/regressions/$target" ] && echo "$root/fuzz/regressions/$target" ) >"$log" 2>&1
 rc=$?
