@@ -1,4 +1,4 @@
-// HttpServer: sockets, connection threads, strict framing on Boost.Beast's parser.
+// HttpServer: sockets, connection threads, deadlines; the framing is RequestParser's.
 #include "serve/http_transport.h"
 
 #include <netdb.h>
@@ -9,8 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/status.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -25,34 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
-bool iequal(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  return s.substr(i);
-}
-
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out.push_back(static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -104,38 +75,6 @@ void lingering_close(int fd) {
   ::close(fd);
 }
 
-// The framing checks Beast leaves to its caller (see the header). `head`: the header's bytes.
-Status check_framing(const http::request_parser<http::string_body>& p, const std::string& head) {
-  for (size_t at = head.find('\n'); at != std::string::npos && at + 1 < head.size(); at = head.find('\n', at + 1))
-    if (head[at + 1] == ' ' || head[at + 1] == '\t')
-      return make_error(ErrorCode::SERVE_HTTP_MALFORMED, "obs-folded header line (a line starting with white space)");
-  const auto& h = p.get();
-  int hosts = 0, lengths = 0, encodings = 0;
-  for (const auto& f : h) {
-    const std::string name(f.name_string()), value(f.value());
-    if (iequal(name, "Host")) ++hosts;
-    if (iequal(name, "Content-Length")) {
-      ++lengths;
-      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
-        return make_error(ErrorCode::SERVE_HTTP_MALFORMED, "Content-Length '", value, "' is not a decimal byte count");
-    }
-    if (iequal(name, "Transfer-Encoding")) {
-      ++encodings;
-      if (!iequal(trim(value), "chunked"))
-        return make_error(ErrorCode::SERVE_HTTP_MALFORMED, "Transfer-Encoding '", value,
-                          "': only 'chunked' is accepted");
-    }
-  }
-  if (lengths > 1) return make_error(ErrorCode::SERVE_HTTP_MALFORMED, lengths, " Content-Length headers");
-  if (encodings > 1) return make_error(ErrorCode::SERVE_HTTP_MALFORMED, encodings, " Transfer-Encoding headers");
-  if (lengths && encodings)
-    return make_error(ErrorCode::SERVE_HTTP_MALFORMED, "Content-Length together with Transfer-Encoding");
-  if (h.version() >= 11 && hosts != 1)
-    return make_error(ErrorCode::SERVE_HTTP_MALFORMED, "an HTTP/1.1 request needs exactly one Host header, it has ",
-                      hosts);
-  return Status::OK();
-}
-
 std::string serialize_head(const HttpResponse& res, bool close) {
   std::string reason(http::obsolete_reason(static_cast<http::status>(res.status)));
   std::string out = "HTTP/1.1 " + std::to_string(res.status) + " " + reason + "\r\n";
@@ -148,16 +87,6 @@ std::string serialize_head(const HttpResponse& res, bool close) {
 }
 
 }  // namespace
-
-bool HttpRequest::has_header(const std::string& name) const {
-  return std::any_of(headers.begin(), headers.end(), [&](const auto& h) { return iequal(h.first, name); });
-}
-
-std::string HttpRequest::header(const std::string& name) const {
-  for (const auto& [k, v] : headers)
-    if (iequal(k, name)) return v;
-  return "";
-}
 
 HttpServer::HttpServer(HttpLimits limits, Handler handler, ErrorRenderer render_error)
     : limits_(limits), handler_(std::move(handler)), render_error_(std::move(render_error)) {}
@@ -288,71 +217,32 @@ void HttpServer::serve_connection(int fd) {
     }
     first = false;
 
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(std::min<size_t>(limits_.max_header_bytes, UINT32_MAX)));
-    parser.body_limit(limits_.max_body_bytes);
-    parser.eager(false);  // stop after the header, to check it before reading the body
-    boost::beast::error_code ec;
-
-    auto parse_error = [&](const boost::beast::error_code& e) {
-      if (e == http::error::body_limit)
-        return fail(make_error(ErrorCode::SERVE_REQUEST_TOO_LARGE, "the request body exceeds --max-request-bytes ",
-                               limits_.max_body_bytes));
-      if (e == http::error::header_limit)
-        return fail(make_error(ErrorCode::SERVE_REQUEST_TOO_LARGE, "the request header exceeds ",
-                               limits_.max_header_bytes, " bytes"));
-      fail(make_error(ErrorCode::SERVE_HTTP_MALFORMED, "malformed request: ", e.message()));
-    };
-
-    // The header.
-    for (;;) {
-      const size_t used = parser.put(boost::asio::buffer(buf.data(), buf.size()), ec);
-      if (ec && ec != http::error::need_more) return parse_error(ec);
-      if (parser.is_header_done()) {
-        if (Status st = check_framing(parser, buf.substr(0, used)); !st.ok()) return fail(st);
-        buf.erase(0, used);
-        break;
-      }
+    RequestParser parser(limits_.max_header_bytes, limits_.max_body_bytes);
+    RequestParser::Step step;
+    while ((step = parser.feed(buf)) == RequestParser::Step::NeedHeader) {
       ReadResult r = read_some(fd, buf, header_deadline);
       if (r == ReadResult::Timeout) return too_slow("header", limits_.header_timeout);
       if (r == ReadResult::Closed) return (void)::close(fd);
     }
-
-    // The body.
-    if (!parser.is_done()) {
-      const std::string expect = std::string(parser.get()[http::field::expect]);
-      if (iequal(expect, "100-continue")) {
-        static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        write_all(fd, kContinue, sizeof kContinue - 1, after(limits_.body_timeout));
-      }
+    if (step == RequestParser::Step::HeaderDone && parser.expects_continue()) {
+      static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+      write_all(fd, kContinue, sizeof kContinue - 1, after(limits_.body_timeout));
     }
-    parser.eager(true);
     const auto body_deadline = after(limits_.body_timeout);
-    while (!parser.is_done()) {
-      if (!buf.empty()) {
-        const size_t used = parser.put(boost::asio::buffer(buf.data(), buf.size()), ec);
-        buf.erase(0, used);
-        if (ec && ec != http::error::need_more) return parse_error(ec);
-        if (parser.is_done()) break;
-        if (used > 0 && !buf.empty() && !ec) continue;
-      }
+    while (step != RequestParser::Step::Done && step != RequestParser::Step::Failed &&
+           (step = parser.feed(buf)) == RequestParser::Step::NeedBody) {
       ReadResult r = read_some(fd, buf, body_deadline);
       if (r == ReadResult::Timeout) return too_slow("body", limits_.body_timeout);
       if (r == ReadResult::Closed) return (void)::close(fd);
     }
+    if (step == RequestParser::Step::Failed) return fail(parser.error());
 
-    auto& msg = parser.get();
-    HttpRequest req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    req.path = percent_decode(req.target.substr(0, req.target.find('?')));
-    for (const auto& f : msg) req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-    req.body = std::move(msg.body());
+    HttpRequest req = parser.take();
     req.client_gone = [fd] {
       pollfd p{fd, POLLRDHUP, 0};
       return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
     };
-    const bool keep_alive = parser.keep_alive();
+    const bool keep_alive = req.keep_alive;
 
     HttpResponse res;
     ++active_requests_;

@@ -1,15 +1,9 @@
 // HttpServer: the HTTP/1.1 transport of `gearbox serve` -- listening socket, connection
 // threads, strict request framing, keep-alive and pipelining, bounded read times.
 //
-// Requests are parsed by Boost.Beast's HTTP parser (Debian's libboost-dev, header-only), a
-// strict and fuzzed parser, with the checks it leaves to its caller added here, so that every
-// ambiguity a proxy in front could resolve differently is refused with 400
-// SERVE_HTTP_MALFORMED as soon as its bytes arrive:
-//   * Content-Length that is not a plain digit string ("+5", "5, 5", "0x5"), or given twice;
-//   * Content-Length together with Transfer-Encoding, a Transfer-Encoding other than "chunked";
-//   * obs-folded header lines (a line starting with a space or tab);
-//   * HTTP/1.1 without exactly one Host header;
-//   * malformed chunked bodies, request lines and field names (Beast).
+// Requests are framed by RequestParser (http_request_parser.h: Boost.Beast plus the checks it
+// leaves to its caller); every framing error is answered 400 SERVE_HTTP_MALFORMED as soon as its
+// bytes arrive.
 // A request's header must arrive within header_timeout of its first byte (of the accept for a
 // connection's first request) and its body within body_timeout of the header's end; a slower
 // client is answered 408 SERVE_CLIENT_TOO_SLOW and disconnected. Pipelined requests are answered
@@ -32,23 +26,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "serve/http_request_parser.h"
 
 namespace gearbox::serve {
-
-struct HttpRequest {
-  std::string method;
-  std::string target;  // as sent: path and query
-  std::string path;    // percent-decoded, without the query
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
-  // True once the client has closed its side of the connection (it will not read the answer):
-  // a long run can be cancelled then. Cheap (one poll with no wait); safe from the handler's thread.
-  std::function<bool()> client_gone;
-
-  // Case-insensitive header lookup; "" when absent.
-  bool has_header(const std::string& name) const;
-  std::string header(const std::string& name) const;
-};
 
 struct HttpResponse {
   int status = 200;

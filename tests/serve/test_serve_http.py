@@ -9,7 +9,8 @@ could send, which urllib would never write):
   server that waited for more bytes would fail here. Well-formed chunked and HTTP/1.0 requests
   still work (the checks do not reject everything).
 * pipelining: three requests sent in one write get three responses, in order, each correct
-  (the model adds 1; numpy gives the expected values).
+  (the model adds 1; numpy gives the expected values); a request whose bytes arrive in two
+  writes is answered as one.
 * slow clients: a header or body that does not arrive within --header-timeout/--body-timeout
   is answered 408 SERVE_CLIENT_TOO_SLOW and the connection closed, also for a client that
   drips a byte every 0.1 s (the bound is on the whole header, not on each read).
@@ -161,6 +162,22 @@ class ServeHttpTest(unittest.TestCase):
             status, _, body = c.read_response()
             self.assertEqual((status, json.loads(body)), (200, {"live": True}))
             c.close()
+
+    def test_a_request_split_across_reads_is_one_request(self):
+        # The request line in one write, the rest of the header and the body later: the server
+        # once fed Beast's parser the consumed request line again and answered 400 "bad field"
+        # (tests/serve/http_request_parser_test.cc splits at every byte).
+        x = np.full((2, 2), 0.25, np.float32)
+        wire = post_bytes("/v2/models/fixed/infer", self.fixed_body(x, "split"))
+        line_end = wire.index(b"\r\n") + 2
+        with Server(ARGS.gearbox, self.models) as s:
+            for cut in (line_end, line_end + 3, wire.index(b"\r\n\r\n") + 4):
+                c = RawConnection(s.url)
+                c.send(wire[:cut])
+                time.sleep(0.2)
+                c.send(wire[cut:])
+                self.check_fixed_answer(c.read_response(), x, "split")
+                c.close()
 
     def test_slow_clients_are_cut_off(self):
         with Server(ARGS.gearbox, self.models, "--header-timeout", "1", "--body-timeout", "1") as s:
