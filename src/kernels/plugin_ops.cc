@@ -267,34 +267,51 @@ Result<PluginOp> convert_op(const gbx_plugin& plugin, int32_t i, const std::stri
   return op;
 }
 
-}  // namespace
+bool overlaps(const PluginOp& a, const PluginOp& b) {
+  return a.domain == b.domain && a.op_type == b.op_type && a.since <= b.end && b.since <= a.end;
+}
 
-Status register_plugin_ops(const gbx_plugin& plugin, PluginInfo* info) {
-  const std::string where = "plugin library '" + info->path + "'";
+// Everything about the descriptor that does not depend on what is loaded already: its name,
+// version and op count, each op (convert_op), and no op listed twice for overlapping opsets.
+Result<std::vector<PluginOp>> read_descriptor(const gbx_plugin& plugin, const std::string& where) {
   if (!valid_plugin_name(plugin.name))
     return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its name '", plugin.name ? plugin.name : "(null)",
                       "' is not [A-Za-z0-9_-]+");
   if (!plugin.version)
     return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its version is NULL (give a string such as \"1.0\")");
-  if (plugin.num_ops < 1 || plugin.num_ops > 4096 || !plugin.ops)
+  if (plugin.num_ops < 1 || plugin.num_ops > kMaxPluginOps || !plugin.ops)
     return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, " lists ", plugin.num_ops, " ops",
-                      plugin.ops ? "" : " (ops is NULL)", ": a plugin has 1 to 4096 ops");
-  const auto& registry = KernelRegistry::global().all();
-  if (registry.capacity() - registry.size() < static_cast<size_t>(plugin.num_ops))
-    return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its ", plugin.num_ops,
-                      " ops do not fit in the kernel registry's room (", registry.capacity() - registry.size(),
-                      " left)");
+                      plugin.ops ? "" : " (ops is NULL)", ": a plugin has 1 to ", kMaxPluginOps, " ops");
   std::vector<PluginOp> ops;
   for (int32_t i = 0; i < plugin.num_ops; ++i) {
     GBX_ASSIGN_OR_RETURN(PluginOp op, convert_op(plugin, i, where));
     ops.push_back(std::move(op));
   }
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (overlaps(ops[i], ops[j]))
+        return make_error(ErrorCode::PLUGIN_OP_DUPLICATE, where, " lists op ", qualified(ops[i].domain, ops[i].op_type),
+                          " twice for overlapping opsets");
+  return ops;
+}
+
+}  // namespace
+
+Status check_plugin_descriptor(const gbx_plugin& plugin, const std::string& path) {
+  return read_descriptor(plugin, "plugin library '" + path + "'").status();
+}
+
+Status register_plugin_ops(const gbx_plugin& plugin, PluginInfo* info) {
+  const std::string where = "plugin library '" + info->path + "'";
+  GBX_ASSIGN_OR_RETURN(std::vector<PluginOp> ops, read_descriptor(plugin, where));
+  const auto& registry = KernelRegistry::global().all();
+  if (registry.capacity() - registry.size() < ops.size())
+    return make_error(ErrorCode::PLUGIN_LOAD_FAILED, where, ": its ", ops.size(),
+                      " ops do not fit in the kernel registry's room (", registry.capacity() - registry.size(),
+                      " left)");
 
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto overlaps = [](const PluginOp& a, const PluginOp& b) {
-    return a.domain == b.domain && a.op_type == b.op_type && a.since <= b.end && b.since <= a.end;
-  };
   for (size_t i = 0; i < ops.size(); ++i) {
     for (const PluginOp& old : s.ops)
       if (overlaps(ops[i], old))
@@ -302,10 +319,6 @@ Status register_plugin_ops(const gbx_plugin& plugin, PluginInfo* info) {
                           opset_range(ops[i].since, ops[i].end), ") of plugin '", plugin.name, "' (", info->path,
                           ") is already registered by plugin '", s.plugins[old.plugin].name, "' (",
                           s.plugins[old.plugin].path, ", opset ", opset_range(old.since, old.end), ")");
-    for (size_t j = 0; j < i; ++j)
-      if (overlaps(ops[i], ops[j]))
-        return make_error(ErrorCode::PLUGIN_OP_DUPLICATE, where, " lists op ", qualified(ops[i].domain, ops[i].op_type),
-                          " twice for overlapping opsets");
   }
   for (const PluginInfo& p : s.plugins)
     if (p.name == plugin.name)

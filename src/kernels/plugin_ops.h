@@ -35,6 +35,15 @@ struct PluginInfo {
   std::vector<std::string> ops;  // qualified op types with their opsets ("com.example.SwiGLU (opset 1+)")
 };
 
+// The most ops one plugin may list.
+inline constexpr int kMaxPluginOps = 4096;
+
+// Checks `plugin`'s descriptor on its own (name, version, op count, each op's names, opsets,
+// input/output counts, dtype lists and functions, no op listed twice), as register_plugin_ops
+// does first: PLUGIN_LOAD_FAILED or PLUGIN_OP_DUPLICATE naming what is wrong. Registers
+// nothing. (The fuzz target fuzz/plugin_descriptor.cc drives it.)
+Status check_plugin_descriptor(const gbx_plugin& plugin, const std::string& path);
+
 // Registers every op of `plugin` (loaded from `info.path`): PLUGIN_OP_DUPLICATE when an op
 // with an overlapping opset range is already registered by a plugin (both libraries named),
 // PLUGIN_LOAD_FAILED for a malformed descriptor. All or nothing: on an error no op is registered.
