@@ -165,6 +165,10 @@ Tensor transpose(const Tensor& x, std::vector<int64_t> perm);  // empty perm: re
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // x[start:end] along `axis` (step 1; negative indices count from the end, like Python).
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+// `parts` equal pieces of x along `axis` (its size must divide; torch.chunk when it does). One
+// op for all pieces: its gradient is one Concat, where `parts` slices would each pad a
+// gradient of x's full size (per-step slices of a sequence would cost O(steps^2)).
+std::vector<Tensor> split(const Tensor& x, int64_t axis, int64_t parts);
 // Keeps axes [0, start_axis) and merges the rest into one (torch.flatten(x, start_axis)).
 Tensor flatten(const Tensor& x, int64_t start_axis = 1);
 // Training: zeroes each element with probability p (mask drawn from the manual_seed()
