@@ -5,6 +5,8 @@ frontend.torch_reference fixture, into the build tree; nothing here is committed
   ops/<case>/in<k>.npy, grad_out.npy, out.npy, grad<k>.npy : one op, float64, seed fixed
   mlp/x.npy, y.npy, <param>.npy (initial weights), <optimizer>_losses.npy, <optimizer>_<param>.npy
   cnn/init_<name>.npy, <optimizer>_losses.npy, <optimizer>_final_<name>.npy (the digits CNN)
+  rnn/<case>/param_<name>.npy, in_<x|h0|c0>.npy, <out|h_n|c_n>.npy, grad_*.npy : LSTM/GRU, float32
+  rnn_training/<lstm|gru>/init_<name>.npy, losses.npy, final_<name>.npy (the digits RNNs)
 """
 import argparse
 import os
