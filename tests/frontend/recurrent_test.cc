@@ -93,20 +93,19 @@ INSTANTIATE_TEST_SUITE_P(Frontend, TorchRecurrent,
 class DigitsRnn : public Module {
  public:
   explicit DigitsRnn(bool lstm) : head_(std::make_shared<Linear>(32, 10)) {
-    if (lstm) rnn_ = std::make_shared<LSTM>(8, 32, RNNOptions{.batch_first = true});
-    else rnn_ = std::make_shared<GRU>(8, 32, RNNOptions{.batch_first = true});
-    register_module("rnn", rnn_);
+    if (lstm) register_module("rnn", lstm_ = std::make_shared<LSTM>(8, 32, RNNOptions{.batch_first = true}));
+    else register_module("rnn", gru_ = std::make_shared<GRU>(8, 32, RNNOptions{.batch_first = true}));
     register_module("head", head_);
   }
   Tensor forward(const Tensor& x) override {
     Tensor seq = reshape(x, {-1, 8, 8});
-    RNNResult r = dynamic_cast<LSTM*>(rnn_.get()) ? dynamic_cast<LSTM*>(rnn_.get())->forward_with_state(seq)
-                                                  : dynamic_cast<GRU*>(rnn_.get())->forward_with_state(seq);
+    RNNResult r = lstm_ ? lstm_->forward_with_state(seq) : gru_->forward_with_state(seq);
     return (*head_)(reshape(r.h_n, {-1, 32}));  // one layer, one direction: h_n[-1]
   }
 
  private:
-  std::shared_ptr<RNNBase> rnn_;
+  std::shared_ptr<LSTM> lstm_;  // one of the two
+  std::shared_ptr<GRU> gru_;
   std::shared_ptr<Linear> head_;
 };
 
