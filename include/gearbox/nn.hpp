@@ -165,6 +165,10 @@ Tensor transpose(const Tensor& x, std::vector<int64_t> perm);  // empty perm: re
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 // x[start:end] along `axis` (step 1; negative indices count from the end, like Python).
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
+// `parts` equal pieces of x along `axis` (its size must divide; torch.chunk when it does). One
+// op for all pieces: its gradient is one Concat, where `parts` slices would each pad a
+// gradient of x's full size (per-step slices of a sequence would cost O(steps^2)).
+std::vector<Tensor> split(const Tensor& x, int64_t axis, int64_t parts);
 // Keeps axes [0, start_axis) and merges the rest into one (torch.flatten(x, start_axis)).
 Tensor flatten(const Tensor& x, int64_t start_axis = 1);
 // Training: zeroes each element with probability p (mask drawn from the manual_seed()
@@ -420,6 +424,67 @@ class TransformerEncoderLayer : public Module {
   std::shared_ptr<MultiheadAttention> self_attn_;
   std::shared_ptr<Linear> linear1_, linear2_;
   std::shared_ptr<LayerNorm> norm1_, norm2_;
+};
+
+// torch.nn.LSTM and torch.nn.GRU. Inputs [seq, batch, input_size] ([batch, seq, input_size]
+// with batch_first), or unbatched [seq, input_size]; initial states [D * num_layers, batch,
+// hidden_size] ([D * num_layers, hidden_size] unbatched; D = 2 if bidirectional, else 1),
+// zeros when undefined. Parameters per layer k and direction as torch names them, so a torch
+// state dict loads: weight_ih_l{k} [G * hidden, in] (in: input_size for layer 0, D * hidden
+// after), weight_hh_l{k} [G * hidden, hidden], bias_ih_l{k} and bias_hh_l{k} [G * hidden]
+// (without bias: none), the reverse direction's with the suffix "_reverse"; the gates stacked
+// in torch's order (LSTM, G = 4: i, f, g, o; GRU, G = 3: r, z, n). All initialized U(±1/sqrt(hidden))
+// from the manual_seed() generator, as torch does. proj_size is not offered.
+struct RNNOptions {
+  int64_t num_layers = 1;
+  bool bias = true;
+  bool batch_first = false;
+  double dropout = 0.0;  // on each layer's output but the last one's, in train() only
+  bool bidirectional = false;
+};
+struct RNNResult {
+  Tensor output;  // [seq, batch, D * hidden] (batch_first: [batch, seq, ...]; unbatched: [seq, ...])
+  Tensor h_n;     // the last hidden state of every layer and direction, like the initial state
+  Tensor c_n;     // LSTM: the last cell state, likewise; GRU: undefined
+};
+class RNNBase : public Module {
+ public:
+  int64_t input_size() const { return input_size_; }
+  int64_t hidden_size() const { return hidden_size_; }
+  const RNNOptions& options() const { return opt_; }
+  Tensor forward(const Tensor& x) override { return recur(x, Tensor(), Tensor()).output; }
+
+ protected:
+  enum class Cell { LSTM, GRU };
+  RNNBase(Cell cell, int64_t input_size, int64_t hidden_size, RNNOptions options);
+  RNNResult recur(const Tensor& input, const Tensor& h0, const Tensor& c0);
+
+ private:
+  struct Weights {
+    Tensor w_ih, w_hh, b_ih, b_hh;  // b_* undefined without bias
+  };
+  const char* name() const { return cell_ == Cell::LSTM ? "LSTM" : "GRU"; }
+  void check_state(const Tensor& state, const char* what, const std::vector<int64_t>& expected) const;
+
+  Cell cell_;
+  int64_t input_size_, hidden_size_;
+  RNNOptions opt_;
+  std::vector<Weights> weights_;  // layer-major: [k * D + direction]
+};
+class LSTM : public RNNBase {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options = {})
+      : RNNBase(Cell::LSTM, input_size, hidden_size, options) {}
+  // h0 and c0 both or neither (torch's hx tuple).
+  RNNResult forward_with_state(const Tensor& input, const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor()) {
+    return recur(input, h0, c0);
+  }
+};
+class GRU : public RNNBase {
+ public:
+  GRU(int64_t input_size, int64_t hidden_size, RNNOptions options = {})
+      : RNNBase(Cell::GRU, input_size, hidden_size, options) {}
+  RNNResult forward_with_state(const Tensor& input, const Tensor& h0 = Tensor()) { return recur(input, h0, Tensor()); }
 };
 
 class ReLU : public Module {

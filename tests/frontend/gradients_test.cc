@@ -72,6 +72,15 @@ TEST_F(Gradients, ShapeOps) {
             {leaf({2, 1}), leaf({2, 3}), leaf({2, 2})});
   gradcheck("slice", [](auto& x) { return slice(x[0], 1, 1, 3); }, {leaf({2, 4, 3})});
   gradcheck("slice_negative", [](auto& x) { return slice(x[0], -1, -2, 5); }, {leaf({3, 4})});
+  // Every piece weighted differently, so a piece's gradient landing in another's place fails.
+  gradcheck("split",
+            [](auto& x) {
+              std::vector<Tensor> p = split(x[0], 1, 3);
+              return concat({p[2], mul(p[0], p[1]), p[1]}, 1);
+            },
+            {leaf({2, 6, 3})});
+  // A piece nobody uses gets a zero gradient.
+  gradcheck("split_unused_piece", [](auto& x) { return split(x[0], -1, 2)[1]; }, {leaf({3, 4})});
 }
 
 TEST_F(Gradients, FlattenAndDropout) {
@@ -201,6 +210,7 @@ TEST(GradientRegistry, EveryRecordedOpHasABuilder) {
                          "Transpose",
                          "Concat",
                          "Slice",
+                         "Split",
                          "Expand",
                          "Conv",
                          "MaxPool",

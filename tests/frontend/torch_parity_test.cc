@@ -12,32 +12,14 @@
 #include <map>
 #include <string>
 
-#include "base/npy.h"
-#include "frontend/tensor_impl.h"
+#include "torch_refs.h"
 
 namespace gbx::nn {
 namespace {
 
-const std::string kRefDir = GEARBOX_FRONTEND_REF_DIR;
-
-Tensor load(const std::string& path) {
-  auto t = gearbox::read_npy(path);
-  if (!t.ok()) throw std::runtime_error(t.status().to_string());
-  return wrap(std::move(t.value()));
-}
-
-// Largest |a - b| / (atol + |b|) over the elements.
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    double e = std::abs(g[i] - w[i]) / (atol / rtol + std::abs(w[i]));
-    if (e > worst) worst = e, at = i;
-  }
-  EXPECT_LE(worst, rtol) << what << ": element " << at << " is " << g[at] << ", torch " << w[at];
-}
+using testing::expect_close;
+using testing::kRefDir;
+using testing::load;
 
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 const std::map<std::string, OpFn>& ops() {

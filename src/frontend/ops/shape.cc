@@ -1,4 +1,4 @@
-// Reshape, Transpose, Concat, Slice (one axis, step 1).
+// Reshape, Transpose, Concat, Slice (one axis, step 1), Split (equal parts).
 #include <algorithm>
 #include <numeric>
 
@@ -25,6 +25,14 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
   axis = normalize_axis(axis, x.rank(), "slice");
   return apply1({"Slice"}, {x, int64s({start}), int64s({end}), int64s({axis})});
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t axis, int64_t parts) {
+  axis = normalize_axis(axis, x.rank(), "split");
+  if (parts < 1 || x.dim(static_cast<size_t>(axis)) % parts != 0)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "split: axis ", axis, " of ", x.describe(),
+                                     " cannot be split into ", parts, " equal parts"));
+  return apply({"Split"}, {x}, {{"axis", gearbox::attr_int(axis)}}, static_cast<size_t>(parts));
 }
 
 Tensor flatten(const Tensor& x, int64_t start_axis) {

@@ -1,4 +1,4 @@
-// Gradients of the data-movement ops: Reshape, Transpose, Concat, Slice.
+// Gradients of the data-movement ops: Reshape, Transpose, Concat, Slice, Split.
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/ops/internal.h"
 
@@ -45,6 +45,15 @@ void register_shape_gradients(GradientRegistry& r) {
       pads[rank + axis] = dim - start - g[0].dim(axis);
     }
     return {pad_zeros(g[0], pads), Tensor(), Tensor(), Tensor()};
+  });
+  // The pieces' gradients side by side again; a piece that got none contributes zeros.
+  r.add("", "Split", [](const TapeNode& n, const Grads& g) -> Grads {
+    Grads pieces;
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const Tensor& y = n.outputs[i];
+      pieces.push_back(i < g.size() && g[i].defined() ? g[i] : Tensor::zeros(y.shape(), y.dtype()));
+    }
+    return {concat(pieces, n.attrs.at("axis").i)};
   });
 }
 
