@@ -2,17 +2,23 @@
 
 #include <cstring>
 
+#include "comm/group_stats.h"
 #include "comm/trace.h"
 
 namespace gearbox::comm {
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::Product: return "product";
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Avg:
+      return "avg";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Product:
+      return "product";
   }
   return "?";
 }
@@ -28,10 +34,14 @@ bool parse_reduce_op(const std::string& name, ReduceOp* op) {
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::Auto: return "auto";
-    case Algorithm::Ring: return "ring";
-    case Algorithm::Bcube: return "bcube";
-    case Algorithm::HalvingDoubling: return "halving_doubling";
+    case Algorithm::Auto:
+      return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Bcube:
+      return "bcube";
+    case Algorithm::HalvingDoubling:
+      return "halving_doubling";
   }
   return "?";
 }
@@ -71,13 +81,21 @@ ReduceFn fn_for(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
-      return [](void* c, const void* a, const void* b, size_t n) { apply<T>(c, a, b, n, [](auto x, auto y) { return x + y; }); };
+      return [](void* c, const void* a, const void* b, size_t n) {
+        apply<T>(c, a, b, n, [](auto x, auto y) { return x + y; });
+      };
     case ReduceOp::Product:
-      return [](void* c, const void* a, const void* b, size_t n) { apply<T>(c, a, b, n, [](auto x, auto y) { return x * y; }); };
+      return [](void* c, const void* a, const void* b, size_t n) {
+        apply<T>(c, a, b, n, [](auto x, auto y) { return x * y; });
+      };
     case ReduceOp::Max:
-      return [](void* c, const void* a, const void* b, size_t n) { apply<T>(c, a, b, n, [](auto x, auto y) { return x > y ? x : y; }); };
+      return [](void* c, const void* a, const void* b, size_t n) {
+        apply<T>(c, a, b, n, [](auto x, auto y) { return x > y ? x : y; });
+      };
     case ReduceOp::Min:
-      return [](void* c, const void* a, const void* b, size_t n) { apply<T>(c, a, b, n, [](auto x, auto y) { return x < y ? x : y; }); };
+      return [](void* c, const void* a, const void* b, size_t n) {
+        apply<T>(c, a, b, n, [](auto x, auto y) { return x < y ? x : y; });
+      };
   }
   return nullptr;
 }
@@ -85,24 +103,41 @@ ReduceFn fn_for(ReduceOp op) {
 
 ReduceFn reduce_function(DType dtype, ReduceOp op) {
   switch (dtype) {
-    case DType::F32: return fn_for<float>(op);
-    case DType::F16: return fn_for<Half>(op);
-    case DType::BF16: return fn_for<BFloat16>(op);
-    case DType::I32: return fn_for<int32_t>(op);
-    case DType::I64: return fn_for<int64_t>(op);
-    default: return nullptr;
+    case DType::F32:
+      return fn_for<float>(op);
+    case DType::F16:
+      return fn_for<Half>(op);
+    case DType::BF16:
+      return fn_for<BFloat16>(op);
+    case DType::I32:
+      return fn_for<int32_t>(op);
+    case DType::I64:
+      return fn_for<int64_t>(op);
+    default:
+      return nullptr;
   }
 }
 
 void divide_in_place(Tensor& t, int n) {
   int64_t count = t.numel();
   switch (t.dtype()) {
-    case DType::F32: for (int64_t i = 0; i < count; ++i) t.data<float>()[i] /= float(n); break;
-    case DType::F16: for (int64_t i = 0; i < count; ++i) t.data<Half>()[i] = Half(float(t.data<Half>()[i]) / float(n)); break;
-    case DType::BF16: for (int64_t i = 0; i < count; ++i) t.data<BFloat16>()[i] = BFloat16(float(t.data<BFloat16>()[i]) / float(n)); break;
-    case DType::I32: for (int64_t i = 0; i < count; ++i) t.data<int32_t>()[i] /= n; break;
-    case DType::I64: for (int64_t i = 0; i < count; ++i) t.data<int64_t>()[i] /= n; break;
-    default: break;
+    case DType::F32:
+      for (int64_t i = 0; i < count; ++i) t.data<float>()[i] /= float(n);
+      break;
+    case DType::F16:
+      for (int64_t i = 0; i < count; ++i) t.data<Half>()[i] = Half(float(t.data<Half>()[i]) / float(n));
+      break;
+    case DType::BF16:
+      for (int64_t i = 0; i < count; ++i) t.data<BFloat16>()[i] = BFloat16(float(t.data<BFloat16>()[i]) / float(n));
+      break;
+    case DType::I32:
+      for (int64_t i = 0; i < count; ++i) t.data<int32_t>()[i] /= n;
+      break;
+    case DType::I64:
+      for (int64_t i = 0; i < count; ++i) t.data<int64_t>()[i] /= n;
+      break;
+    default:
+      break;
   }
 }
 
@@ -135,6 +170,7 @@ Communicator::~Communicator() { stop_worker(); }
 
 void Communicator::start_worker(std::shared_ptr<Tracer> tracer) {
   tracer_ = std::move(tracer);
+  stats_ = std::make_unique<GroupStats>(group_, backend(), rank_, size_);
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -174,8 +210,18 @@ void Communicator::worker_loop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty() && !stopping_) continue;
+      auto ready = [this] { return stopping_ || !queue_.empty(); };
+      // Idle with counts not yet published: publish them when due, so a waiting job shows its
+      // final counts in `gearbox smi`.
+      while (!ready()) {
+        if (!stats_->pending()) {
+          cv_.wait(lock, ready);
+        } else if (!cv_.wait_until(lock, stats_->due(), ready)) {
+          lock.unlock();
+          stats_->publish();
+          lock.lock();
+        }
+      }
       if (queue_.empty()) return;
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -185,7 +231,10 @@ void Communicator::worker_loop() {
       s = broken_status_;
     } else {
       if (tracer_) tracer_->enter(job.seq, job.op, job.bytes);
+      const auto start = std::chrono::steady_clock::now();
       s = job.fn();
+      stats_->record(job.op, job.bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                     s);
       if (tracer_) {
         if (s.ok()) {
           tracer_->leave(job.seq);
@@ -196,8 +245,9 @@ void Communicator::worker_loop() {
       if (s.code() == ErrorCode::COMM_TIMEOUT || s.code() == ErrorCode::COMM_RANK_FAILED) {
         std::lock_guard<std::mutex> lock(mu_);
         broken_ = true;
-        broken_status_ = make_error(s.code(), "the communicator of group '", group_,
-                                    "' is broken by an earlier failure; exit the job. The first failure: ", s.message());
+        broken_status_ =
+            make_error(s.code(), "the communicator of group '", group_,
+                       "' is broken by an earlier failure; exit the job. The first failure: ", s.message());
       }
     }
     job.work->finish(std::move(s));
@@ -227,10 +277,10 @@ Dims stacked(int n, const Dims& d) {
 }
 }  // namespace
 
-#define GBX_COMM_CHECK(expr)          \
-  do {                                \
-    Status s_ = (expr);               \
-    if (!s_.ok()) return failed(s_);  \
+#define GBX_COMM_CHECK(expr)         \
+  do {                               \
+    Status s_ = (expr);              \
+    if (!s_.ok()) return failed(s_); \
   } while (0)
 
 WorkPtr Communicator::allreduce_async(Tensor& t, ReduceOp op) {

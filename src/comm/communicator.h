@@ -68,6 +68,7 @@ class Work {
 using WorkPtr = std::shared_ptr<Work>;
 
 class Tracer;
+class GroupStats;
 
 class Communicator {
  public:
@@ -169,6 +170,7 @@ class Communicator {
     WorkPtr work;
   };
   std::shared_ptr<Tracer> tracer_;
+  std::unique_ptr<GroupStats> stats_;  // the counters `gearbox smi` shows (group_stats.h); worker thread only
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;

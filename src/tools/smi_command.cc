@@ -6,11 +6,11 @@
 #include <ctime>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "comm/group_stats.h"
 #include "device/calibration.h"
 #include "device/device.h"
 #include "tools/commands.h"
@@ -27,6 +27,7 @@ struct SmiOptions {
   int count = 0;
   bool calibrate = false;
   int calibrate_ms = 300;
+  bool prometheus = false;
 };
 
 std::string utc_now() {
@@ -40,12 +41,18 @@ json pool_json(const PoolStats& s) {
   json hist = json::object();
   for (int k = 0; k < PoolStats::kMaxOrders; ++k)
     if (s.histogram[k]) hist[std::to_string(s.min_block << k)] = s.histogram[k];
-  return {{"capacity_bytes", s.capacity},       {"used_bytes", s.used},
-          {"free_bytes", s.free},               {"largest_free_block_bytes", s.largest_free},
-          {"fragmentation", s.fragmentation},   {"peak_used_bytes", s.peak_used},
-          {"live_allocations", s.live_allocations}, {"allocations", s.alloc_count},
-          {"frees", s.free_count},              {"failed_allocations", s.failed_count},
-          {"used_span_bytes", s.used_span},     {"thread_scratch_bytes", s.thread_scratch},
+  return {{"capacity_bytes", s.capacity},
+          {"used_bytes", s.used},
+          {"free_bytes", s.free},
+          {"largest_free_block_bytes", s.largest_free},
+          {"fragmentation", s.fragmentation},
+          {"peak_used_bytes", s.peak_used},
+          {"live_allocations", s.live_allocations},
+          {"allocations", s.alloc_count},
+          {"frees", s.free_count},
+          {"failed_allocations", s.failed_count},
+          {"used_span_bytes", s.used_span},
+          {"thread_scratch_bytes", s.thread_scratch},
           {"block_size_histogram", hist}};
 }
 
@@ -55,12 +62,18 @@ Result<json> snapshot(const SmiOptions& o) {
   doc["devices"] = json::array();
   for (Device* d : devices()) {
     const Capabilities& c = d->capabilities();
-    json dev{{"name", d->name()},  {"kind", kind_name(d->kind())},     {"index", d->index()},
-             {"vendor", c.vendor}, {"model", c.model},                 {"logical_cores", c.logical_cores},
-             {"physical_cores", c.physical_cores}, {"memory_bytes", c.memory_bytes}};
+    json dev{{"name", d->name()},
+             {"kind", kind_name(d->kind())},
+             {"index", d->index()},
+             {"vendor", c.vendor},
+             {"model", c.model},
+             {"logical_cores", c.logical_cores},
+             {"physical_cores", c.physical_cores},
+             {"memory_bytes", c.memory_bytes}};
     json caches = json::array();
     for (const auto& ch : c.caches)
-      caches.push_back({{"level", ch.level}, {"type", ch.type}, {"size_bytes", ch.size_bytes}, {"shared_by", ch.shared_by}});
+      caches.push_back(
+          {{"level", ch.level}, {"type", ch.type}, {"size_bytes", ch.size_bytes}, {"shared_by", ch.shared_by}});
     dev["caches"] = caches;
     json isa = json::object();
     for (const auto& f : c.isa) isa[f.name] = f.present;
@@ -85,6 +98,10 @@ Result<json> snapshot(const SmiOptions& o) {
   json temps = json::array();
   for (const auto& t : temperatures()) temps.push_back({{"sensor", t.sensor}, {"celsius", t.celsius}});
   doc["temperatures"] = temps;
+  int stale = 0;
+  doc["comm_groups"] = comm::read_group_stats(comm::stats_directory(), &stale);
+  doc["comm_stats_dir"] = comm::stats_directory();
+  doc["comm_stale_files"] = stale;
   return doc;
 }
 
@@ -98,13 +115,17 @@ std::string rate(const json& v, const char* unit) {
 void print_text(const json& doc) {
   std::cout << "gearbox smi  " << doc["timestamp"].get<std::string>() << "\n";
   for (const auto& d : doc["devices"]) {
-    std::cout << "\n" << d["name"].get<std::string>() << "  " << d["model"].get<std::string>() << " ("
+    std::cout << "\n"
+              << d["name"].get<std::string>() << "  " << d["model"].get<std::string>() << " ("
               << d["vendor"].get<std::string>() << ")\n";
     std::cout << "  cores         " << d["logical_cores"] << " logical, " << d["physical_cores"] << " physical\n";
     std::cout << "  caches        ";
     for (const auto& c : d["caches"])
-      std::cout << "L" << c["level"] << (c["type"] == "Data" ? "d" : c["type"] == "Instruction" ? "i" : "") << " "
-                << format_bytes(c["size_bytes"].get<size_t>()) << "  ";
+      std::cout << "L" << c["level"]
+                << (c["type"] == "Data"          ? "d"
+                    : c["type"] == "Instruction" ? "i"
+                                                 : "")
+                << " " << format_bytes(c["size_bytes"].get<size_t>()) << "  ";
     std::cout << "\n  isa           ";
     std::string absent;
     for (const auto& [name, present] : d["isa"].items()) {
@@ -118,20 +139,23 @@ void print_text(const json& doc) {
     if (p.is_null()) {
       std::cout << "  peaks         not calibrated (run gearbox smi --calibrate)\n";
     } else {
-      std::cout << "  peaks         fp32 " << rate(p["fp32_gflops"], "GFLOP/s") << ", bf16 " << rate(p["bf16_gflops"], "GFLOP/s")
-                << ", fp16 " << rate(p["fp16_gflops"], "GFLOP/s") << ", read bandwidth "
-                << rate(p["bandwidth_gbs"], "GB/s") << "  (" << p["threads"] << " threads, measured "
-                << p["measured_at"].get<std::string>() << ")\n";
-      if (p["bf16_gflops"].is_null()) std::cout << "                bf16: " << p["bf16_note"].get<std::string>() << "\n";
-      if (p["fp16_gflops"].is_null()) std::cout << "                fp16: " << p["fp16_note"].get<std::string>() << "\n";
+      std::cout << "  peaks         fp32 " << rate(p["fp32_gflops"], "GFLOP/s") << ", bf16 "
+                << rate(p["bf16_gflops"], "GFLOP/s") << ", fp16 " << rate(p["fp16_gflops"], "GFLOP/s")
+                << ", read bandwidth " << rate(p["bandwidth_gbs"], "GB/s") << "  (" << p["threads"]
+                << " threads, measured " << p["measured_at"].get<std::string>() << ")\n";
+      if (p["bf16_gflops"].is_null())
+        std::cout << "                bf16: " << p["bf16_note"].get<std::string>() << "\n";
+      if (p["fp16_gflops"].is_null())
+        std::cout << "                fp16: " << p["fp16_note"].get<std::string>() << "\n";
     }
     const json& pl = d["pool"];
     std::ostringstream frag;
     frag << std::fixed << std::setprecision(1) << pl["fragmentation"].get<double>() * 100 << "%";
     std::cout << "  memory pool   capacity " << format_bytes(pl["capacity_bytes"]) << ", used "
-              << format_bytes(pl["used_bytes"]) << ", free " << format_bytes(pl["free_bytes"]) << ", largest free block "
-              << format_bytes(pl["largest_free_block_bytes"]) << ", fragmentation " << frag.str() << ", peak "
-              << format_bytes(pl["peak_used_bytes"]) << ", " << pl["live_allocations"] << " live allocations; kernels' "
+              << format_bytes(pl["used_bytes"]) << ", free " << format_bytes(pl["free_bytes"])
+              << ", largest free block " << format_bytes(pl["largest_free_block_bytes"]) << ", fragmentation "
+              << frag.str() << ", peak " << format_bytes(pl["peak_used_bytes"]) << ", " << pl["live_allocations"]
+              << " live allocations; kernels' "
               << "thread scratch " << format_bytes(pl["thread_scratch_bytes"]) << " outside the pool\n";
   }
   const json& m = doc["system_memory"];
@@ -143,14 +167,30 @@ void print_text(const json& doc) {
     std::cout << t["sensor"].get<std::string>() << " " << std::fixed << std::setprecision(1)
               << t["celsius"].get<double>() << " C  ";
   std::cout << "\n";
+  std::cout << "\ncollective groups (" << doc["comm_stats_dir"].get<std::string>() << ")";
+  if (doc["comm_groups"].empty()) std::cout << "  none running";
+  std::cout << "\n";
+  for (const auto& g : doc["comm_groups"]) {
+    std::cout << "  group '" << g["group"].get<std::string>() << "' rank " << g["rank"] << "/" << g["size"] << " "
+              << g["backend"].get<std::string>() << " pid " << g["pid"] << ": timeouts " << g["timeouts"]
+              << ", lost peers " << g["rank_failures"] << "\n";
+    for (const auto& [op, c] : g["ops"].items())
+      std::cout << "    " << std::left << std::setw(15) << op << std::right << c["calls"] << " calls, "
+                << format_bytes(c["bytes"].get<size_t>()) << ", " << std::fixed << std::setprecision(3)
+                << c["seconds"].get<double>() << " s\n";
+  }
 }
 
 int smi(const SmiOptions& o) {
   if (o.watch < 0) return report(make_error(ErrorCode::USAGE, "--watch takes a positive number of seconds"));
   for (int i = 0;; ++i) {
-    auto doc = snapshot(i == 0 ? o : SmiOptions{o.json, o.watch, o.count, false});
+    SmiOptions again = o;
+    again.calibrate = i == 0 && o.calibrate;
+    auto doc = snapshot(again);
     if (!doc.ok()) return report(doc.status());
-    if (o.json) std::cout << (o.watch > 0 ? doc->dump() : doc->dump(2)) << std::endl;  // JSON Lines when watching
+    if (o.prometheus)
+      std::cout << comm::group_stats_prometheus((*doc)["comm_groups"].get<std::vector<json>>()) << std::flush;
+    else if (o.json) std::cout << (o.watch > 0 ? doc->dump() : doc->dump(2)) << std::endl;  // JSON Lines when watching
     else print_text(*doc);
     if (o.watch <= 0 || (o.count > 0 && i + 1 >= o.count)) return 0;
     if (!o.json) std::cout << std::endl;
@@ -168,6 +208,9 @@ void add_smi_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--count", o->count, "With --watch: stop after N refreshes");
   sub->add_flag("--calibrate", o->calibrate, "Measure the peaks now and update the calibration cache");
   sub->add_option("--calibrate-ms", o->calibrate_ms, "Milliseconds per measured rate (default 300)");
+  sub->add_flag("--prometheus", o->prometheus,
+                "Print the collective groups' counters in Prometheus' text format (for node_exporter's textfile "
+                "collector)");
   sub->callback([o, action] { *action = [o] { return smi(*o); }; });
 }
 
