@@ -75,6 +75,26 @@ def npy_bytes(a, version=None):
     return buf.getvalue()
 
 
+def http_seeds():
+    """A connection's bytes: valid requests (pipelined, chunked, HTTP/1.0) and framing faults."""
+    body = b'{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1]}]}'
+    post = (b"POST /v2/models/m/infer HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    get = b"GET /v2/health/ready HTTP/1.1\r\nHost: a\r\n\r\n"
+    chunked = (b"POST /v2/models/m/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"4\r\nwxyz\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n")
+    return {
+        "post": post, "pipelined": post + get + chunked, "chunked": chunked,
+        "http10": b"GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + get,
+        "expect_continue": b"POST /a HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
+        "two_lengths": b"POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+        "length_and_chunked": b"POST /a HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked"
+                              b"\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "obs_fold": b"GET /a HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n\t2\r\n\r\n",
+        "no_host": b"GET /a HTTP/1.1\r\n\r\n",
+    }
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gearbox", required=True, help="a gearbox binary, to compile the .gbm seeds")
@@ -172,6 +192,11 @@ def main():
     pl = os.path.join(out, "plan_links")
     write(pl, "a100.json", open(os.path.join(HERE, "..", "bench", "plan", "a100_links.json"), "rb").read())
     write(pl, "partial.json", b'{"devices_per_node": 4, "inter_node": {"latency_us": 2}}')
+
+    # http_framing: one option byte (the read size) in front of a connection's bytes.
+    hf = os.path.join(out, "http_framing")
+    for name, wire in http_seeds().items():
+        write(hf, name, bytes([len(name) % 64]) + wire)
 
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
     print(f"seed corpora in {out}: {total} bytes")
