@@ -413,4 +413,31 @@ TEST(CheckpointFile, KilledWriterLeavesTheOldOrTheNewCheckpoint) {
   // Leftover temporary files of killed writers are the only other thing in the folder.
 }
 
+// torch <-> gearbox through the file, with Python reading and writing safetensors by hand
+// (safetensors_interop.py): torch's MLP state dict loads into nn's MLP (same names, same forward
+// output), and the checkpoint gearbox writes after one SGD-momentum step holds torch's parameters
+// and momentum buffers after the same step.
+TEST(CheckpointTorch, TorchStateDictLoadsAndGearboxCheckpointReadsInPython) {
+  const std::string dir = std::filesystem::path(temp_path("torch")).string();
+  std::filesystem::create_directories(dir);
+  const std::string script =
+      std::string(GEARBOX_PYTHON_EXE) + " " + GEARBOX_FRONTEND_TEST_SRC_DIR + "/safetensors_interop.py";
+  ASSERT_EQ(std::system((script + " write " + dir).c_str()), 0);
+  auto net = make_mlp();
+  std::map<std::string, std::string> meta = nn::load_checkpoint(dir + "/torch_mlp.safetensors", *net);
+  EXPECT_EQ(meta.at("source").rfind("torch", 0), 0u);
+  nn::Tensor x = nn::load_npy(dir + "/x.npy"), t = nn::load_npy(dir + "/t.npy"), y = nn::load_npy(dir + "/y.npy");
+  std::vector<float> got = net->forward(x).to_float_vector(), want = y.to_float_vector();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+
+  nn::SGD opt(net->parameters(), nn::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  nn::Tensor loss = nn::cross_entropy(net->forward(x), t);
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+  nn::save_checkpoint(dir + "/gearbox.safetensors", *net, &opt, {{"note", "from torch"}});
+  EXPECT_EQ(std::system((script + " verify " + dir).c_str()), 0);
+}
+
 }  // namespace
