@@ -694,8 +694,8 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path, Modu
                                                    LRScheduler* scheduler = nullptr);
 
 // The format itself: any named tensors (float32, float64, int64) and string metadata, e.g. a
-// state dict exchanged with Python (safetensors.torch.save_file / load_file read and write the
-// same files). Errors as save_checkpoint / load_checkpoint.
+// state dict exchanged with Python (the layout the safetensors package documents). Errors as
+// save_checkpoint / load_checkpoint.
 struct SafetensorsFile {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::string> metadata;
