@@ -209,12 +209,27 @@ std::string load_code(const std::string& bytes, std::string* message = nullptr) 
   return error_code_of([&] { nn::load_safetensors(path); }, message);
 }
 
+std::string repeated(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
 TEST(CheckpointFile, HandWrittenFilesAreValidatedPrecisely) {
   const std::string eight(8, '\x01');
   // The well-formed baseline loads.
   EXPECT_EQ(load_code(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", eight)), "");
   EXPECT_EQ(load_code(safetensors_bytes(
                 R"({"__metadata__":{"k":"v"},"a":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})", eight)),
+            "");
+  // Empty tensors and rank 64 are fine.
+  EXPECT_EQ(
+      load_code(safetensors_bytes(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"e":{"dtype":"I64","shape":[5,0],"data_offsets":[8,8]}})",
+          eight)),
+      "");
+  EXPECT_EQ(load_code(safetensors_bytes(
+                R"({"a":{"dtype":"F32","shape":[2)" + repeated(",1", 63) + R"(],"data_offsets":[0,8]}})", eight)),
             "");
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"offsets past the end", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,12]}})"},
@@ -231,6 +246,9 @@ TEST(CheckpointFile, HandWrittenFilesAreValidatedPrecisely) {
       {"fractional dim", R"({"a":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})"},
       {"overflowing shape", R"({"a":{"dtype":"F64","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})"},
       {"nested shape", R"({"a":{"dtype":"F32","shape":[[[[2]]]],"data_offsets":[0,8]}})"},
+      {"huge dim of an empty tensor",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"e":{"dtype":"F32","shape":[4611686018427387904,0],"data_offsets":[8,8]}})"},
+      {"rank 65", R"({"a":{"dtype":"F32","shape":[2)" + repeated(",1", 64) + R"(],"data_offsets":[0,8]}})"},
       {"missing key", R"({"a":{"dtype":"F32","shape":[2]}})"},
       {"extra key", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})"},
       {"offsets of three", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4,8]}})"},
