@@ -540,6 +540,19 @@ class Optimizer {
   // ...; allocated lazily by most at a parameter's first step), not counting scalar counters:
   // what sharding the optimizer (ZeroRedundancyOptimizer) divides among the ranks.
   virtual size_t state_bytes() const { return 0; }
+  // "SGD", "Adam", "AdamW", "RMSprop", "Adagrad": what a checkpoint records, so that state is
+  // never loaded into an optimizer of another kind.
+  virtual std::string kind() const = 0;
+  // torch's optimizer.state_dict(), flattened into named tensors (copies): per parameter index i
+  // (into params()) that has state, "state.<i>.<buffer>" (momentum_buffer, exp_avg, exp_avg_sq,
+  // square_avg, grad_avg, sum: float32 of the parameter's shape; step: int64 scalar), and the
+  // hyperparameters as float64 scalars "param_groups.0.<name>" (lr, momentum, ...; flags 0 or 1).
+  // The base class has none to give: INVALID_ARGUMENT.
+  virtual std::map<std::string, Tensor> state_dict() const;
+  // Restores what state_dict() gave, hyperparameters (lr) included, as torch does. Every key must
+  // be one this optimizer writes and fit its parameter (CHECKPOINT_MISMATCH naming the key);
+  // invalid hyperparameter values are CHECKPOINT_INVALID. Nothing changes when it throws.
+  virtual void load_state_dict(const std::map<std::string, Tensor>& state);
 
  protected:
   std::vector<Tensor> params_;
@@ -560,6 +573,9 @@ class SGD : public Optimizer {
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
+  std::string kind() const override { return "SGD"; }
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   SGDOptions opt_;
@@ -581,6 +597,9 @@ class Adam : public Optimizer {
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
+  std::string kind() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   AdamOptions opt_;
@@ -606,6 +625,9 @@ class RMSprop : public Optimizer {
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
+  std::string kind() const override { return "RMSprop"; }
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   RMSpropOptions opt_;
@@ -628,6 +650,9 @@ class Adagrad : public Optimizer {
   double lr() const override { return opt_.lr; }
   void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
+  std::string kind() const override { return "Adagrad"; }
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
   AdagradOptions opt_;
@@ -645,6 +670,12 @@ class LRScheduler {
   void step();
   double last_lr() const { return optimizer_.lr(); }
   int64_t last_epoch() const { return last_epoch_; }
+  // torch's scheduler.state_dict(), the counters that make the next step() continue the schedule:
+  // int64 scalars "last_epoch", "step_count" and the float64 scalar "base_lr". Load it into a
+  // scheduler of the same kind and settings, over the optimizer whose state was loaded too (the
+  // current rate is the optimizer's lr). CHECKPOINT_MISMATCH on a missing or unexpected key.
+  std::map<std::string, Tensor> state_dict() const;
+  void load_state_dict(const std::map<std::string, Tensor>& state);
 
  protected:
   explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
@@ -702,5 +733,40 @@ class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, true) {}
 };
+
+// ---- checkpoints (docs/frontend.md, "Checkpoints") --------------------------------------
+// One safetensors file (the format of Hugging Face's safetensors package: an 8-byte little-endian
+// header length, a JSON header naming each tensor's dtype, shape and byte range, a
+// "__metadata__" string map, then the raw little-endian data) holding the module's state_dict()
+// under its own names, the optimizer's under "optimizer." and the scheduler's under
+// "scheduler.", and in the metadata the caller's strings plus "gearbox.format_version" and
+// "gearbox.optimizer" (its kind()). Values are full, unsharded tensors: under data parallelism
+// rank 0 writes one and any number of ranks load it.
+//
+// The file is replaced atomically (temporary file, fsync, rename): a crash while writing leaves
+// the previous checkpoint. FILE_WRITE_FAILED when it cannot be written; INVALID_ARGUMENT for
+// metadata keys starting with "gearbox.".
+void save_checkpoint(const std::string& path, const Module& module, const Optimizer* optimizer = nullptr,
+                     const std::map<std::string, std::string>& metadata = {}, const LRScheduler* scheduler = nullptr);
+// Loads a checkpoint into a freshly built module (and optimizer, scheduler, when given) and
+// returns its metadata. CHECKPOINT_INVALID: not a complete, well-formed safetensors file (or an
+// unreadable one: FILE_NOT_FOUND). CHECKPOINT_MISMATCH, naming the entry: a key the module (or
+// optimizer) lacks or has but the file does not, a different shape or dtype, another optimizer
+// kind. strict = false skips keys present on one side only (never a shape or dtype difference).
+// Everything is checked before anything is written: a failed load leaves the objects as they were.
+std::map<std::string, std::string> load_checkpoint(const std::string& path, Module& module,
+                                                   Optimizer* optimizer = nullptr, bool strict = true,
+                                                   LRScheduler* scheduler = nullptr);
+
+// The format itself: any named tensors (float32, float64, int64) and string metadata, e.g. a
+// state dict exchanged with Python (the layout the safetensors package documents). Errors as
+// save_checkpoint / load_checkpoint.
+struct SafetensorsFile {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace gbx::nn

@@ -423,6 +423,12 @@ class ZeroRedundancyOptimizer : public Optimizer {
   double lr() const override;
   void set_lr(double lr) override;      // applies to the local optimizer (schedulers work as usual)
   size_t state_bytes() const override;  // this rank's share
+  std::string kind() const override { return "ZeroRedundancyOptimizer"; }
+  // Not supported: the state is sharded over the ranks and is not consolidated onto one
+  // (torch's consolidate_state_dict), so there is no full state to write. Both throw
+  // INVALID_ARGUMENT; checkpoint a ZeRO run's module alone, or train with a replicated optimizer.
+  std::map<std::string, Tensor> state_dict() const override;
+  void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
   // Stage 1: the rank that owns parameter k (index into params()). Stage 2 splits parameters
   // across ranks: the rank that owns element 0 of parameter k.

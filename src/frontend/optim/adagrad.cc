@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "frontend/optim/for_each_gradient.h"
+#include "frontend/optim/optimizer_state.h"
 
 namespace gbx::nn {
 
@@ -35,5 +36,43 @@ void Adagrad::step() {
 }
 
 size_t Adagrad::state_bytes() const { return float_buffer_bytes(sum_); }
+
+std::map<std::string, Tensor> Adagrad::state_dict() const {
+  OptimizerStateWriter w(params_);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    w.step(k, steps_[k]);
+    w.buffer(k, "sum", sum_[k]);
+  }
+  w.hyperparameter("lr", opt_.lr);
+  w.hyperparameter("lr_decay", opt_.lr_decay);
+  w.hyperparameter("weight_decay", opt_.weight_decay);
+  w.hyperparameter("initial_accumulator_value", opt_.initial_accumulator_value);
+  w.hyperparameter("eps", opt_.eps);
+  return w.take();
+}
+
+void Adagrad::load_state_dict(const std::map<std::string, Tensor>& state) {
+  OptimizerStateReader r(kind(), params_, state);
+  AdagradOptions o;
+  o.lr = r.hyperparameter("lr");
+  o.lr_decay = r.hyperparameter("lr_decay");
+  o.weight_decay = r.hyperparameter("weight_decay");
+  o.initial_accumulator_value = r.hyperparameter("initial_accumulator_value");
+  o.eps = r.hyperparameter("eps");
+  check_loaded_options(kind(), [&] { [[maybe_unused]] Adagrad probe(std::vector<Tensor>{}, o); });
+  std::vector<std::vector<float>> sum(params_.size());
+  std::vector<int64_t> steps(params_.size(), 0);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    // Adagrad holds its sums from construction on (torch too): every parameter has both entries.
+    // (A parameter of no elements has an empty sum, which the writer leaves out.)
+    if (!r.step(k, &steps[k]) || (!r.buffer(k, "sum", &sum[k]) && params_[k].numel() != 0))
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, kind(), " state 'state.", k,
+                                       ".step' or 'state.", k, ".sum' is missing"));
+  }
+  r.finish();
+  opt_ = o;
+  sum_ = std::move(sum);
+  steps_ = std::move(steps);
+}
 
 }  // namespace gbx::nn

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "frontend/optim/for_each_gradient.h"
+#include "frontend/optim/optimizer_state.h"
 
 namespace gbx::nn {
 
@@ -50,5 +51,56 @@ void Adam::step() {
 }
 
 size_t Adam::state_bytes() const { return float_buffer_bytes(exp_avg_) + float_buffer_bytes(exp_avg_sq_); }
+
+std::map<std::string, Tensor> Adam::state_dict() const {
+  OptimizerStateWriter w(params_);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (exp_avg_[k].empty()) continue;
+    // One counter for all parameters here; torch keeps one per parameter, so it is written per parameter.
+    w.step(k, step_);
+    w.buffer(k, "exp_avg", exp_avg_[k]);
+    w.buffer(k, "exp_avg_sq", exp_avg_sq_[k]);
+  }
+  w.hyperparameter("lr", opt_.lr);
+  w.hyperparameter("beta1", opt_.beta1);
+  w.hyperparameter("beta2", opt_.beta2);
+  w.hyperparameter("eps", opt_.eps);
+  w.hyperparameter("weight_decay", opt_.weight_decay);
+  return w.take();
+}
+
+void Adam::load_state_dict(const std::map<std::string, Tensor>& state) {
+  OptimizerStateReader r(kind(), params_, state);
+  AdamOptions o;
+  o.lr = r.hyperparameter("lr");
+  o.beta1 = r.hyperparameter("beta1");
+  o.beta2 = r.hyperparameter("beta2");
+  o.eps = r.hyperparameter("eps");
+  o.weight_decay = r.hyperparameter("weight_decay");
+  check_loaded_options(kind(), [&] { [[maybe_unused]] Adam probe(std::vector<Tensor>{}, o, decoupled_); });
+  std::vector<std::vector<float>> m(params_.size()), v(params_.size());
+  int64_t step = 0;
+  bool have_step = false;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    int64_t s = 0;
+    const bool has_s = r.step(k, &s), has_m = r.buffer(k, "exp_avg", &m[k]), has_v = r.buffer(k, "exp_avg_sq", &v[k]);
+    // step() creates the moments together, so a parameter has all three entries or none.
+    if (has_s != has_m || has_m != has_v)
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_INVALID, kind(), " state of parameter ", k,
+                                       ": step, exp_avg and exp_avg_sq must be present together"));
+    if (!has_s) continue;
+    if (have_step && s != step)
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, kind(), " state 'state.", k,
+                                       ".step' is ", s, " but another parameter's is ", step,
+                                       ": this Adam counts steps for all parameters together"));
+    step = s;
+    have_step = true;
+  }
+  r.finish();
+  opt_ = o;
+  step_ = step;
+  exp_avg_ = std::move(m);
+  exp_avg_sq_ = std::move(v);
+}
 
 }  // namespace gbx::nn

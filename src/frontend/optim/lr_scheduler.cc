@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "frontend/optim/optimizer_state.h"
 #include "frontend/tensor_impl.h"
 
 namespace gbx::nn {
@@ -63,6 +64,38 @@ double LinearLR::next_lr(double current) const {
   return current *
          (1. + (end_factor_ - start_factor_) / (static_cast<double>(total_iters_) * start_factor_ +
                                                 static_cast<double>(last_epoch_ - 1) * (end_factor_ - start_factor_)));
+}
+
+std::map<std::string, Tensor> LRScheduler::state_dict() const {
+  return {{"last_epoch", Tensor::from_vector(std::vector<int64_t>{last_epoch_}, {})},
+          {"step_count", Tensor::from_vector(std::vector<int64_t>{step_count_}, {})},
+          {"base_lr", Tensor::scalar(base_lr_, DType::Float64)}};
+}
+
+void LRScheduler::load_state_dict(const std::map<std::string, Tensor>& state) {
+  auto get = [&](const char* key, DType dtype) {
+    auto it = state.find(key);
+    if (it == state.end())
+      throw_status(
+          gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "scheduler state '", key, "' is missing"));
+    if (it->second.dtype() != dtype || it->second.numel() != 1)
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "scheduler state '", key, "' is ",
+                                       it->second.describe(), ", not a ", dtype_name(dtype), " scalar"));
+    return it->second;
+  };
+  const int64_t last_epoch = get("last_epoch", DType::Int64).to_int64_vector()[0];
+  const int64_t step_count = get("step_count", DType::Int64).to_int64_vector()[0];
+  const double base_lr = get("base_lr", DType::Float64).item();
+  for (const auto& [key, t] : state)
+    if (key != "last_epoch" && key != "step_count" && key != "base_lr")
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "scheduler state '", key,
+                                       "' is not a scheduler counter"));
+  if (last_epoch < -1 || step_count < 0)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_INVALID, "scheduler state: last_epoch ", last_epoch,
+                                     ", step_count ", step_count, " are out of range"));
+  last_epoch_ = last_epoch;
+  step_count_ = step_count;
+  base_lr_ = base_lr;
 }
 
 }  // namespace gbx::nn

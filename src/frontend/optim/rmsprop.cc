@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "frontend/optim/for_each_gradient.h"
+#include "frontend/optim/optimizer_state.h"
 
 namespace gbx::nn {
 
@@ -54,6 +55,51 @@ void RMSprop::step() {
 
 size_t RMSprop::state_bytes() const {
   return float_buffer_bytes(square_avg_) + float_buffer_bytes(grad_avg_) + float_buffer_bytes(momentum_buffer_);
+}
+
+std::map<std::string, Tensor> RMSprop::state_dict() const {
+  OptimizerStateWriter w(params_);
+  for (size_t k = 0; k < params_.size(); ++k) {
+    w.buffer(k, "square_avg", square_avg_[k]);
+    w.buffer(k, "grad_avg", grad_avg_[k]);
+    w.buffer(k, "momentum_buffer", momentum_buffer_[k]);
+  }
+  w.hyperparameter("lr", opt_.lr);
+  w.hyperparameter("alpha", opt_.alpha);
+  w.hyperparameter("eps", opt_.eps);
+  w.hyperparameter("weight_decay", opt_.weight_decay);
+  w.hyperparameter("momentum", opt_.momentum);
+  w.hyperparameter("centered", opt_.centered ? 1 : 0);
+  return w.take();
+}
+
+void RMSprop::load_state_dict(const std::map<std::string, Tensor>& state) {
+  OptimizerStateReader r(kind(), params_, state);
+  RMSpropOptions o;
+  o.lr = r.hyperparameter("lr");
+  o.alpha = r.hyperparameter("alpha");
+  o.eps = r.hyperparameter("eps");
+  o.weight_decay = r.hyperparameter("weight_decay");
+  o.momentum = r.hyperparameter("momentum");
+  o.centered = r.hyperparameter("centered") != 0;
+  check_loaded_options(kind(), [&] { [[maybe_unused]] RMSprop probe(std::vector<Tensor>{}, o); });
+  std::vector<std::vector<float>> v(params_.size()), a(params_.size()), buf(params_.size());
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const bool has_v = r.buffer(k, "square_avg", &v[k]);
+    const bool has_a = r.buffer(k, "grad_avg", &a[k]);
+    const bool has_buf = r.buffer(k, "momentum_buffer", &buf[k]);
+    // step() creates a parameter's buffers together at its first step, as the options ask, and
+    // then indexes them without looking: the set must be exactly that one.
+    if (has_v ? (has_a != o.centered || has_buf != (o.momentum > 0)) : (has_a || has_buf))
+      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_INVALID, kind(), " state of parameter ", k,
+                                       ": its buffers (square_avg ", has_v, ", grad_avg ", has_a, ", momentum_buffer ",
+                                       has_buf, ") do not fit centered ", o.centered, ", momentum ", o.momentum));
+  }
+  r.finish();
+  opt_ = o;
+  square_avg_ = std::move(v);
+  grad_avg_ = std::move(a);
+  momentum_buffer_ = std::move(buf);
 }
 
 }  // namespace gbx::nn

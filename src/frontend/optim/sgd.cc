@@ -3,6 +3,7 @@
 //   d = g + wd * p;  buf = d (first step) | momentum * buf + (1 - dampening) * d
 //   d = nesterov ? d + momentum * buf : buf;  p -= lr * d
 #include "frontend/optim/for_each_gradient.h"
+#include "frontend/optim/optimizer_state.h"
 
 namespace gbx::nn {
 
@@ -34,5 +35,32 @@ void SGD::step() {
 }
 
 size_t SGD::state_bytes() const { return float_buffer_bytes(momentum_); }
+
+std::map<std::string, Tensor> SGD::state_dict() const {
+  OptimizerStateWriter w(params_);
+  for (size_t k = 0; k < params_.size(); ++k) w.buffer(k, "momentum_buffer", momentum_[k]);
+  w.hyperparameter("lr", opt_.lr);
+  w.hyperparameter("momentum", opt_.momentum);
+  w.hyperparameter("dampening", opt_.dampening);
+  w.hyperparameter("weight_decay", opt_.weight_decay);
+  w.hyperparameter("nesterov", opt_.nesterov ? 1 : 0);
+  return w.take();
+}
+
+void SGD::load_state_dict(const std::map<std::string, Tensor>& state) {
+  OptimizerStateReader r(kind(), params_, state);
+  SGDOptions o;
+  o.lr = r.hyperparameter("lr");
+  o.momentum = r.hyperparameter("momentum");
+  o.dampening = r.hyperparameter("dampening");
+  o.weight_decay = r.hyperparameter("weight_decay");
+  o.nesterov = r.hyperparameter("nesterov") != 0;
+  check_loaded_options(kind(), [&] { [[maybe_unused]] SGD probe(std::vector<Tensor>{}, o); });
+  std::vector<std::vector<float>> momentum(params_.size());
+  for (size_t k = 0; k < params_.size(); ++k) r.buffer(k, "momentum_buffer", &momentum[k]);
+  r.finish();
+  opt_ = o;
+  momentum_ = std::move(momentum);
+}
 
 }  // namespace gbx::nn

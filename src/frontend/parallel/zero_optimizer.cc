@@ -298,4 +298,16 @@ int ZeroRedundancyOptimizer::owner(size_t k) const { return state_->owner.at(k);
 Optimizer& ZeroRedundancyOptimizer::local_optimizer() { return *state_->local; }
 const ZeroStats& ZeroRedundancyOptimizer::stats() const { return state_->stats; }
 
+std::map<std::string, Tensor> ZeroRedundancyOptimizer::state_dict() const {
+  throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT,
+                                   "ZeroRedundancyOptimizer: its state is sharded over the ranks and cannot be "
+                                   "checkpointed (no consolidation onto one rank); save the module alone"));
+}
+
+void ZeroRedundancyOptimizer::load_state_dict(const std::map<std::string, Tensor>&) {
+  throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT,
+                                   "ZeroRedundancyOptimizer: loading optimizer state is not supported (its state is "
+                                   "sharded); load the module alone"));
+}
+
 }  // namespace gbx::nn
