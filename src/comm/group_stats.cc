@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/strings.h"
 #include "comm/trace.h"
 
 namespace gearbox::comm {
@@ -27,20 +28,6 @@ std::string file_safe(const std::string& s) {
 }
 
 bool process_alive(int64_t pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
-// Prometheus label value: backslash, double quote and newline escaped.
-std::string label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -163,17 +150,18 @@ std::string group_stats_prometheus(const std::vector<nlohmann::json>& groups) {
   for (const Metric& m : kMetrics) {
     os << "# HELP " << m.name << " " << m.help << "\n# TYPE " << m.name << " counter\n";
     for (const auto& g : groups) {
-      const std::string labels = "group=\"" + label(g.value("group", "")) + "\",rank=\"" +
+      const std::string labels = "group=\"" + escape_prometheus_label(g.value("group", "")) + "\",rank=\"" +
                                  std::to_string(g.value("rank", -1)) + "\",size=\"" +
-                                 std::to_string(g.value("size", 0)) + "\",backend=\"" + label(g.value("backend", "")) +
-                                 "\",pid=\"" + std::to_string(g.value("pid", int64_t(0))) + "\"";
+                                 std::to_string(g.value("size", 0)) + "\",backend=\"" +
+                                 escape_prometheus_label(g.value("backend", "")) + "\",pid=\"" +
+                                 std::to_string(g.value("pid", int64_t(0))) + "\"";
       if (m.group_field) {
         os << m.name << "{" << labels << "} " << g.value(m.group_field, uint64_t(0)) << "\n";
         continue;
       }
       for (const auto& [op, c] : g["ops"].items()) {
         if (!c.is_object() || !c.contains(m.field) || !c[m.field].is_number()) continue;
-        os << m.name << "{" << labels << ",op=\"" << label(op) << "\"} " << c[m.field].dump() << "\n";
+        os << m.name << "{" << labels << ",op=\"" << escape_prometheus_label(op) << "\"} " << c[m.field].dump() << "\n";
       }
     }
   }

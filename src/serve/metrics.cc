@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "base/strings.h"
 #include "device/device.h"
 #include "device/memory_pool.h"
 
@@ -20,18 +21,6 @@ std::vector<double> latency_buckets() {
 // Utilization is reported over this window (the alert rule looks at 10 minutes of it).
 constexpr double kUtilizationWindowSeconds = 60;
 
-std::string escape_label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 std::string num(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -78,8 +67,8 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
 }
 
 ModelMetrics::ModelMetrics(std::string model, std::string version, std::string device, int workers)
-    : labels(fmt::format("model=\"{}\",version=\"{}\",device=\"{}\"", escape_label(model), escape_label(version),
-                         escape_label(device))),
+    : labels(fmt::format("model=\"{}\",version=\"{}\",device=\"{}\"", escape_prometheus_label(model),
+                         escape_prometheus_label(version), escape_prometheus_label(device))),
       queue_seconds(latency_buckets()),
       compute_seconds(latency_buckets()),
       request_seconds(latency_buckets()),
@@ -218,7 +207,7 @@ std::string Metrics::render() const {
   std::vector<PoolSample> pools;
   for (device::Device* d : device::devices())
     if (auto pool = d->pool(); pool.ok())
-      pools.push_back({fmt::format("device=\"{}\"", escape_label(d->name())), (*pool)->stats()});
+      pools.push_back({fmt::format("device=\"{}\"", escape_prometheus_label(d->name())), (*pool)->stats()});
   auto per_pool = [&](const char* name, const char* type, const char* help, auto&& value) {
     family(&out, name, type, help);
     for (const auto& p : pools) sample(&out, name, p.labels, static_cast<double>(value(p.stats)));
@@ -263,7 +252,8 @@ std::string Metrics::render() const {
   family(&out, "gearbox_cpu_temperature_celsius", "gauge",
          "CPU temperature per sensor (hwmon or thermal zone); no samples where the machine exposes none");
   for (const auto& t : device::temperatures())
-    sample(&out, "gearbox_cpu_temperature_celsius", fmt::format("sensor=\"{}\"", escape_label(t.sensor)), t.celsius);
+    sample(&out, "gearbox_cpu_temperature_celsius", fmt::format("sensor=\"{}\"", escape_prometheus_label(t.sensor)),
+           t.celsius);
   family(&out, "gearbox_uptime_seconds", "gauge", "Seconds since the server started");
   sample(&out, "gearbox_uptime_seconds", "",
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
