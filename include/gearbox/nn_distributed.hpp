@@ -360,6 +360,15 @@ class PipelineParallel {
   PipelineStats stats_;
 };
 
+// Data parallelism for what DistributedDataParallel cannot wrap, such as a pipeline stage (whose
+// forward PipelineParallel runs per micro-batch): after backward (or train_step) and before the
+// optimizer step, averages each parameter's gradient over `group` (zeros for a gradient a rank
+// did not get), in buckets of at most bucket_bytes. With a pipeline per data-parallel replica and
+// `group` the ranks holding the same stage, every replica then steps with the gradient of the
+// whole global batch. A collective: every rank of `group` calls it with the same parameters.
+void average_gradients(const std::vector<Tensor>& params, const std::shared_ptr<ProcessGroup>& group,
+                       size_t bucket_bytes = size_t{25} << 20);
+
 // ---- sharded optimizer (ZeRO stages 1 and 2) ---------------------------------------------
 // ZeroRedundancyOptimizer wraps an optimizer (any of nn.hpp's, built by `make_optimizer` over the
 // parameters it is given) so that each rank of `group` keeps the optimizer state (momentum,

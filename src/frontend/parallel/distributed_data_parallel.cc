@@ -315,4 +315,18 @@ std::vector<std::vector<std::string>> DistributedDataParallel::bucket_parameter_
   return out;
 }
 
+void average_gradients(const std::vector<Tensor>& params, const std::shared_ptr<ProcessGroup>& group,
+                       size_t bucket_bytes) {
+  if (!group) throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "average_gradients needs a process group"));
+  std::vector<gearbox::Tensor> grads;
+  grads.reserve(params.size());
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    grads.push_back(g.defined() ? value_of(g, "a gradient").clone()
+                                : value_of(Tensor::zeros(p.shape(), p.dtype()), "zeros").clone());
+  }
+  throw_if_error(group->communicator().allreduce_bucketed_async(grads, gc::ReduceOp::Avg, bucket_bytes)->wait());
+  for (size_t i = 0; i < params.size(); ++i) params[i].impl()->grad = std::move(grads[i]);
+}
+
 }  // namespace gbx::nn
