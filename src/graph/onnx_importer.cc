@@ -64,7 +64,15 @@ Result<std::string> resolve_external(const std::string& base_dir, const std::str
   return full.string();
 }
 
-Result<std::string> read_external(const onnx::TensorProto& tp, const std::string& base_dir, size_t expected) {
+// Where a tensor's external data lies: checked (location inside the model's folder, offset and
+// length inside the file and equal to the tensor's bytes) before the tensor is allocated, so a
+// hostile model cannot make gearbox allocate what its dims claim and then fail.
+struct ExternalRange {
+  std::string file;
+  uint64_t offset = 0;
+};
+
+Result<ExternalRange> locate_external(const onnx::TensorProto& tp, const std::string& base_dir, uint64_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
@@ -74,19 +82,23 @@ Result<std::string> read_external(const onnx::TensorProto& tp, const std::string
   }
   GBX_ASSIGN_OR_RETURN(std::string file, resolve_external(base_dir, location, tp.name()));
   std::error_code ec;
-  auto size = fs::file_size(file, ec);
+  const uint64_t size = fs::file_size(file, ec);
   if (ec) return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': cannot read '", file, "'");
-  if (length < 0) length = static_cast<int64_t>(expected);
-  if (offset < 0 || static_cast<size_t>(length) != expected || static_cast<uint64_t>(offset + length) > size)
+  if (length < 0) length = static_cast<int64_t>(std::min<uint64_t>(expected, INT64_MAX));
+  if (offset < 0 || static_cast<uint64_t>(length) != expected || static_cast<uint64_t>(offset) > size ||
+      expected > size - static_cast<uint64_t>(offset))
     return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': offset ", offset, " + length ",
                       length, " does not fit '", file, "' (", size, " bytes) or the tensor's ", expected, " bytes");
-  std::ifstream in(file, std::ios::binary);
-  std::string data(expected, '\0');
-  in.seekg(offset);
-  in.read(data.data(), static_cast<std::streamsize>(expected));
+  return ExternalRange{std::move(file), static_cast<uint64_t>(offset)};
+}
+
+Status read_external(const onnx::TensorProto& tp, const ExternalRange& where, char* dst, size_t bytes) {
+  std::ifstream in(where.file, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(where.offset));
+  if (bytes != 0) in.read(dst, static_cast<std::streamsize>(bytes));
   if (!in)
-    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': short read from '", file, "'");
-  return data;
+    return make_error(ErrorCode::EXTERNAL_DATA_INVALID, "tensor '", tp.name(), "': short read from '", where.file, "'");
+  return Status::OK();
 }
 
 template <typename Field>
@@ -99,9 +111,8 @@ Status check_count(const onnx::TensorProto& tp, const Field& f, int64_t n) {
 
 // The element count and byte size the dims give must match the data the TensorProto stores
 // inline (raw_data bytes, or the values of its typed fields; ONNX stores each element as one
-// value, 16-bit and 8-bit types in int32_data). External data is checked by read_external.
+// value, 16-bit and 8-bit types in int32_data). External data is checked by locate_external.
 Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims) {
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return Status::OK();
   for (int64_t d : dims)
     if (d < 0) return Status::OK();  // MODEL_INVALID, reported by convert_tensor
   const int64_t n = numel(dims);
@@ -110,6 +121,7 @@ Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims
     return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims),
                       " whose size overflows; it stores ", tp.has_raw_data() ? tp.raw_data().size() : 0,
                       " bytes of raw data");
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return Status::OK();  // locate_external
   if (tp.has_raw_data() && dt != DType::String) {
     const uint64_t want = static_cast<uint64_t>(n) * elem;
     if (tp.raw_data().size() != want)
@@ -165,6 +177,10 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   // Check the stored data against the dims before allocating: huge dims over a few bytes of data
   // are a malformed tensor (TENSOR_DATA_SIZE), not a request for that much memory (OUT_OF_MEMORY).
   GBX_RETURN_IF_ERROR(check_stored_size(tp, dt, dims));
+  std::optional<ExternalRange> external;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL && dt != DType::String) {
+    GBX_ASSIGN_OR_RETURN(external, locate_external(tp, base_dir, static_cast<uint64_t>(numel(dims)) * dtype_size(dt)));
+  }
   // Every byte is written below (or the import fails), so skip zero-filling.
   GBX_ASSIGN_OR_RETURN(Tensor t,
                        dt == DType::String ? Tensor::allocate(dt, dims) : Tensor::allocate_uninitialized(dt, dims));
@@ -181,9 +197,8 @@ Result<Tensor> convert_tensor(const onnx::TensorProto& tp, const std::string& ba
   auto copy = [&](const void* src) {
     if (bytes != 0) std::memcpy(dst, src, bytes);
   };
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    GBX_ASSIGN_OR_RETURN(std::string data, read_external(tp, base_dir, bytes));
-    copy(data.data());
+  if (external) {
+    GBX_RETURN_IF_ERROR(read_external(tp, *external, dst, bytes));
     return t;
   }
   if (tp.has_raw_data()) {  // its size is `bytes`: check_stored_size above

@@ -212,6 +212,38 @@ TEST(OnnxImporter, LoadsExternalDataInsideTheModelFolder) {
   EXPECT_EQ(bad.status().code(), ErrorCode::EXTERNAL_DATA_INVALID) << bad.status().to_string();
 }
 
+// External data whose dims claim far more than the file holds (4 TiB of floats over a 12-byte
+// file; found by fuzz/onnx_import with 45 GB): refused as EXTERNAL_DATA_INVALID before anything
+// is allocated. The tensor used to be allocated first, so the import failed as OUT_OF_MEMORY (or,
+// under ASan, aborted). Offsets whose sum with the length would overflow are refused too.
+TEST(OnnxImporter, ExternalDataIsCheckedBeforeTheTensorIsAllocated) {
+  fs::path dir = temp_dir("extdata_huge");
+  float vals[3] = {4.f, 5.f, 6.f};
+  std::ofstream(dir / "weights.bin", std::ios::binary).write(reinterpret_cast<const char*>(vals), sizeof(vals));
+  for (const auto& [dims, offset] : std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{1 << 20, 1 << 20}, ""}, {{1, 3}, "9223372036854775800"}, {{1, 3}, "8"}}) {
+    onnx::ModelProto m = add_relu_model();
+    auto* init = m.mutable_graph()->add_initializer();
+    init->set_name("y");
+    init->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) init->add_dims(d);
+    init->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = init->add_external_data();
+    kv->set_key("location");
+    kv->set_value("weights.bin");
+    if (!offset.empty()) {
+      kv = init->add_external_data();
+      kv->set_key("offset");
+      kv->set_value(offset);
+    }
+    m.mutable_graph()->mutable_input()->RemoveLast();
+    std::ofstream(dir / "model.onnx", std::ios::binary | std::ios::trunc) << serialize(m);
+    auto r = import_onnx_file((dir / "model.onnx").string(), ImportOptions{false, false});
+    ASSERT_FALSE(r.ok()) << dims[0] << " offset " << offset;
+    EXPECT_EQ(r.status().code(), ErrorCode::EXTERNAL_DATA_INVALID) << r.status().to_string();
+  }
+}
+
 TEST(OnnxImporter, ErrorsForBadFiles) {
   EXPECT_EQ(import_onnx_file("/nonexistent/model.onnx").status().code(), ErrorCode::FILE_NOT_FOUND);
   EXPECT_EQ(import_onnx_bytes("", "").status().code(), ErrorCode::FILE_EMPTY);
