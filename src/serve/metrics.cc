@@ -1,9 +1,10 @@
 // Prometheus exposition of the serving metrics.
 #include "serve/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "base/strings.h"
 #include "device/device.h"
@@ -20,7 +21,6 @@ std::vector<double> latency_buckets() {
 
 // Utilization is reported over this window (the alert rule looks at 10 minutes of it).
 constexpr double kUtilizationWindowSeconds = 60;
-
 
 std::string num(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
@@ -45,7 +45,8 @@ int64_t steady_ns() {
 
 double now_seconds() { return static_cast<double>(steady_ns()) * 1e-9; }
 
-Histogram::Histogram(std::vector<double> upper_bounds) : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1) {}
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1) {}
 
 void Histogram::observe(double v) {
   size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin();
@@ -230,11 +231,13 @@ std::string Metrics::render() const {
            "From the start of the device memory pool to the end of its highest live block (what fragmentation is "
            "measured over)",
            [](const device::PoolStats& s) { return s.used_span; });
-  per_pool("gearbox_device_memory_pool_fragmentation_ratio", "gauge",
-           "1 - largest free block / free bytes, both counted inside the pool's used span (start of the pool to the end "
-           "of its highest live block); 0 when nothing is live or the span has no hole. An almost empty pool reads ~0",
-           [](const device::PoolStats& s) { return s.fragmentation; });
-  per_pool("gearbox_device_memory_pool_peak_used_bytes", "gauge", "The most bytes the device memory pool has had in use",
+  per_pool(
+      "gearbox_device_memory_pool_fragmentation_ratio", "gauge",
+      "1 - largest free block / free bytes, both counted inside the pool's used span (start of the pool to the end "
+      "of its highest live block); 0 when nothing is live or the span has no hole. An almost empty pool reads ~0",
+      [](const device::PoolStats& s) { return s.fragmentation; });
+  per_pool("gearbox_device_memory_pool_peak_used_bytes", "gauge",
+           "The most bytes the device memory pool has had in use",
            [](const device::PoolStats& s) { return s.peak_used; });
   per_pool("gearbox_device_memory_pool_allocation_failures_total", "counter",
            "Allocations the device memory pool refused (POOL_EXHAUSTED, POOL_FRAGMENTED)",

@@ -18,6 +18,7 @@ namespace {
 using testing::expect_close;
 using testing::kRefDir;
 using testing::load;
+using testing::train_against_torch;
 
 // The module torch_reference.py's _rnn_cases() builds under `name`.
 std::shared_ptr<RNNBase> make_case(const std::string& name) {
@@ -116,27 +117,9 @@ class DigitsRnnTraining : public ::testing::TestWithParam<std::string> {};
 // of torch's, the final parameters within 1e-4 (see below).
 TEST_P(DigitsRnnTraining, LossPerStepMatchesTorch) {
   const std::string kind = GetParam(), dir = kRefDir + "/rnn_training/" + kind + "/";
-  Tensor x = load(kRefDir + "/mlp/x.npy"), y = load(kRefDir + "/mlp/y.npy");
-  std::vector<double> want = load(dir + "losses.npy").to_double_vector();
   DigitsRnn net(kind == "lstm");
-  std::map<std::string, Tensor> init;
-  for (const auto& [name, mine] : net.state_dict()) init[name] = load(dir + "init_" + name + ".npy");
-  net.load_state_dict(init);
   Adam opt(net.parameters(), AdamOptions{.lr = 5e-3});
-  const int64_t batch = 64, batches = x.dim(0) / batch;
-  double worst = 0;
-  for (size_t s = 0; s < want.size(); ++s) {
-    const int64_t b = static_cast<int64_t>(s) % batches * batch;
-    Tensor loss = cross_entropy(net(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << kind << " step " << s;
-    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
-  }
-  std::printf("[ INFO     ] %s: worst relative loss difference to torch over %zu steps: %.2e\n", kind.c_str(),
-              want.size(), worst);
-  EXPECT_LT(want.back(), want.front() * 0.8) << "the reference run did not train";
+  train_against_torch(net, opt, dir, kind, 0.8);
   // The parameters within 1e-4 relative, or 1e-5 absolute (1e-4 of their U(±0.18) scale): a few
   // weights end near zero, where Adam's normalized steps turn the ~1e-7 rounding differences
   // of their small gradients into ~3e-6 absolute (torch against itself with the initial weights

@@ -20,6 +20,7 @@ namespace {
 using testing::expect_close;
 using testing::kRefDir;
 using testing::load;
+using testing::train_against_torch;
 
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
 const std::map<std::string, OpFn>& ops() {
@@ -426,27 +427,9 @@ class DigitsTransformer : public Module {
 // 1e-5 relative of torch's, the final parameters within 1e-4.
 TEST(Frontend, DigitsTransformerLossPerStepMatchesTorch) {
   const std::string dir = kRefDir + "/transformer/";
-  Tensor x = load(kRefDir + "/mlp/x.npy"), y = load(kRefDir + "/mlp/y.npy");
-  std::vector<double> want = load(dir + "losses.npy").to_double_vector();
   DigitsTransformer net;
-  std::map<std::string, Tensor> init;
-  for (const auto& [name, mine] : net.state_dict()) init[name] = load(dir + "init_" + name + ".npy");
-  net.load_state_dict(init);
   AdamW opt(net.parameters(), AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
-  const int64_t batch = 64, batches = x.dim(0) / batch;
-  double worst = 0;
-  for (size_t s = 0; s < want.size(); ++s) {
-    const int64_t b = static_cast<int64_t>(s) % batches * batch;
-    Tensor loss = cross_entropy(net(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << "step " << s;
-    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
-  }
-  std::printf("[ INFO     ] transformer: worst relative loss difference to torch over %zu steps: %.2e\n", want.size(),
-              worst);
-  EXPECT_LT(want.back(), want.front() * 0.9) << "the reference run did not train";
+  train_against_torch(net, opt, dir, "transformer", 0.9);
   for (const auto& [pname, t] : net.state_dict()) {
     Tensor want_final = load(dir + "final_" + pname + ".npy");
     if (pname != "encoder.self_attn.in_proj_bias") {

@@ -44,6 +44,38 @@ inline std::shared_ptr<gbx::nn::ProcessGroup> join(int rank, int size, const std
   return std::make_shared<gbx::nn::ProcessGroup>(**keep);
 }
 
+// A 2 x 2 mesh on 4 ranks, rank = 2 outer + inner: "inner" groups {0, 1} and {2, 3} (the
+// tensor- or pipeline-parallel ones) and "outer" groups {0, 2} and {1, 3} (data-parallel). Every
+// rank creates every group in the same order (a rank outside a group gets none); each rank keeps
+// the two it belongs to. Empty on success, else what failed.
+struct Mesh2x2 {
+  std::unique_ptr<GlooCommunicator> inner_comm, outer_comm;
+  std::shared_ptr<gbx::nn::ProcessGroup> inner, outer;
+};
+inline std::string join_mesh_2x2(int rank, int size, const std::string& dir, const std::string& inner_name,
+                                 const std::string& outer_name, Mesh2x2* mesh) {
+  auto store = open_store("file:" + dir + "/store");
+  if (!store) return store.status().to_string();
+  GlooOptions world;
+  world.rank = rank;
+  world.size = size;
+  world.timeout = std::chrono::seconds(30);
+  for (int g = 0; g < 2; ++g) {
+    auto c = GlooCommunicator::create_group(*store, world, inner_name + std::to_string(g), {2 * g, 2 * g + 1});
+    if (!c) return c.status().to_string();
+    if (*c) mesh->inner_comm = std::move(*c);
+  }
+  for (int g = 0; g < 2; ++g) {
+    auto c = GlooCommunicator::create_group(*store, world, outer_name + std::to_string(g), {g, g + 2});
+    if (!c) return c.status().to_string();
+    if (*c) mesh->outer_comm = std::move(*c);
+  }
+  if (!mesh->inner_comm || !mesh->outer_comm) return "rank " + std::to_string(rank) + " is missing a group";
+  mesh->inner = std::make_shared<gbx::nn::ProcessGroup>(*mesh->inner_comm);
+  mesh->outer = std::make_shared<gbx::nn::ProcessGroup>(*mesh->outer_comm);
+  return "";
+}
+
 inline double read_double(std::istream& in) {
   std::string s;
   in >> s;

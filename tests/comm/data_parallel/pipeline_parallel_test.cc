@@ -227,29 +227,11 @@ void expect_mesh_matches(Opt opt) {
   });
   ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
   auto ranks = run_ranks(4, "pp_dp", [&](int rank, int size, const std::string& store_dir) -> std::string {
-    auto store = gearbox::comm::open_store("file:" + store_dir + "/store");
-    if (!store) return store.status().to_string();
-    gearbox::comm::GlooOptions world;
-    world.rank = rank;
-    world.size = size;
-    world.timeout = std::chrono::seconds(30);
-    // Every rank creates every group, in the same order (a rank outside a group gets none).
-    std::unique_ptr<gearbox::comm::GlooCommunicator> pp_comm, dp_comm;
-    for (int g = 0; g < 2; ++g) {
-      auto c =
-          gearbox::comm::GlooCommunicator::create_group(*store, world, "pp" + std::to_string(g), {2 * g, 2 * g + 1});
-      if (!c) return c.status().to_string();
-      if (*c) pp_comm = std::move(*c);
-    }
-    for (int g = 0; g < 2; ++g) {
-      auto c = gearbox::comm::GlooCommunicator::create_group(*store, world, "dp" + std::to_string(g), {g, g + 2});
-      if (!c) return c.status().to_string();
-      if (*c) dp_comm = std::move(*c);
-    }
-    if (!pp_comm || !dp_comm) return "rank " + std::to_string(rank) + " is missing a group";
+    gearbox::comm::testing::Mesh2x2 mesh;
+    if (std::string bad = gearbox::comm::testing::join_mesh_2x2(rank, size, store_dir, "pp", "dp", &mesh); !bad.empty())
+      return bad;
     try {
-      save(train(cfg, std::make_shared<nn::ProcessGroup>(*pp_comm), std::make_shared<nn::ProcessGroup>(*dp_comm)),
-           dir + "/" + std::to_string(rank));
+      save(train(cfg, mesh.inner, mesh.outer), dir + "/" + std::to_string(rank));
     } catch (const std::exception& e) {
       return e.what();
     }

@@ -315,29 +315,11 @@ TEST(TensorParallel, TensorTimesDataParallelMeshMatchesOneProcess) {
   });
   ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
   auto ranks = run_ranks(4, "tp_dp", [&](int rank, int size, const std::string& store_dir) -> std::string {
-    auto store = gearbox::comm::open_store("file:" + store_dir + "/store");
-    if (!store) return store.status().to_string();
-    gearbox::comm::GlooOptions world;
-    world.rank = rank;
-    world.size = size;
-    world.timeout = std::chrono::seconds(30);
-    const int tp = rank % 2, dp = rank / 2;
-    // Every rank creates every group, in the same order (a rank outside a group gets none).
-    std::unique_ptr<gearbox::comm::GlooCommunicator> tp_comm, dp_comm;
-    for (int g = 0; g < 2; ++g) {
-      auto c =
-          gearbox::comm::GlooCommunicator::create_group(*store, world, "tp" + std::to_string(g), {2 * g, 2 * g + 1});
-      if (!c) return c.status().to_string();
-      if (*c) tp_comm = std::move(*c);
-    }
-    for (int g = 0; g < 2; ++g) {
-      auto c = gearbox::comm::GlooCommunicator::create_group(*store, world, "dp" + std::to_string(g), {g, g + 2});
-      if (!c) return c.status().to_string();
-      if (*c) dp_comm = std::move(*c);
-    }
-    if (!tp_comm || !dp_comm) return "rank " + std::to_string(rank) + " is missing a group";
-    auto tp_group = std::make_shared<nn::ProcessGroup>(*tp_comm);
-    auto dp_group = std::make_shared<nn::ProcessGroup>(*dp_comm);
+    const int dp = rank / 2;
+    gearbox::comm::testing::Mesh2x2 mesh;
+    if (std::string bad = gearbox::comm::testing::join_mesh_2x2(rank, size, store_dir, "tp", "dp", &mesh); !bad.empty())
+      return bad;
+    auto tp_group = mesh.inner, dp_group = mesh.outer;
     try {
       nn::Tensor x = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/x.npy");
       nn::Tensor y = nn::load_npy(std::string(GEARBOX_DIGITS_DIR) + "/y.npy");
