@@ -8,8 +8,10 @@
 // mid-flight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +50,7 @@ struct RunConfig {
   size_t bucket_bytes = 4096;  // the 64-32-10 MLP: two buckets (the last layer + 0.bias; 0.weight)
   nn::GradCompression compression = nn::GradCompression::None;
   bool measure_error = false;
+  uint64_t seed = 0;  // rank 0's (and the reference's) initial weights, and the sampler's order
 };
 
 // What a run leaves: the global mean loss per step, the final parameters, the held-out accuracy and
@@ -134,7 +137,7 @@ RunResult train(const RunConfig& cfg, std::shared_ptr<nn::ProcessGroup> world) {
   nn::Tensor y = nn::load_npy(std::string(digits_dir()) + "/y.npy");
   nn::Tensor x_train = nn::slice(x, 0, 0, kTrain), y_train = nn::slice(y, 0, 0, kTrain);
 
-  nn::manual_seed(rank == 0 ? 0 : 1000 + static_cast<uint64_t>(rank));
+  nn::manual_seed(rank == 0 ? cfg.seed : 1000 + 16 * cfg.seed + static_cast<uint64_t>(rank));
   std::shared_ptr<nn::Sequential> net = make_net(cfg.net);
   std::shared_ptr<nn::DistributedDataParallel> ddp;
   nn::Module* model = net.get();
@@ -147,7 +150,7 @@ RunResult train(const RunConfig& cfg, std::shared_ptr<nn::ProcessGroup> world) {
   }
   std::vector<nn::Tensor> params = model->parameters();
   auto opt = make_optimizer(cfg.opt, cfg.net, params);
-  nn::DistributedSampler sampler(kTrain, n, rank, {.shuffle = true, .seed = 7, .drop_last = true});
+  nn::DistributedSampler sampler(kTrain, n, rank, {.shuffle = true, .seed = 7 + cfg.seed, .drop_last = true});
   const int64_t local_batch = cfg.global_batch / n;
   RunResult out;
   int step = 0;
@@ -305,37 +308,56 @@ INSTANTIATE_TEST_SUITE_P(Digits, DataParallelParity,
 // 16-bit gradient compression: half the bytes on the wire, a relative gradient error of the order
 // of the format's unit roundoff (bf16 2^-8, fp16 2^-11), and after 8 epochs the held-out accuracy
 // within the 0.5 points of the uncompressed single-process run.
-void check_compression(nn::GradCompression compression, const char* name, Net net = Net::Mlp) {
-  RunConfig cfg;
-  cfg.opt = Opt::SgdMomentumClip;
-  cfg.net = net;
-  cfg.steps = 200;
-  cfg.compression = compression;
-  cfg.measure_error = true;
-  auto [ref, ranks] = run_both(cfg, 2, std::string(name) + net_name(net));
-  ASSERT_EQ(ranks[0].losses.size(), size_t(cfg.steps));
-  // The reference ignores compression: it is the fp32 single-process run.
-  size_t fp32_bytes = 0;
-  for (auto& [pname, v] : ref.params) fp32_bytes += v.size() * sizeof(float);
-  EXPECT_EQ(ranks[0].stats.bucket_bytes_on_wire, fp32_bytes / 2);
-  EXPECT_GT(ranks[0].stats.max_compression_error, 0.0);
-  EXPECT_LT(ranks[0].stats.max_compression_error, 0.05);
-  EXPECT_LE(std::abs(ranks[0].accuracy - ref.accuracy), 0.5);
-  for (size_t r = 1; r < ranks.size(); ++r) EXPECT_EQ(ranks[r].params, ranks[0].params) << "rank " << r;
-  std::printf(
-      "[ddp] %s, %s compression, 2 ranks, %d steps: held-out accuracy %.2f%% vs fp32 single-process %.2f%% (diff "
-      "%.2f points); max relative gradient error %.3g; final loss %.6f vs %.6f\n",
-      net_name(net), name, cfg.steps, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
-      ranks[0].stats.max_compression_error, ranks[0].losses.back(), ref.losses.back());
+//
+// One run's accuracy on the 297 held-out digits moves in steps of 0.34 points, and compression
+// changes the trajectory the way another seed does: the CNN's bf16 runs differed from fp32 by
+// +1.01 points (seed 0, 200 steps) and -1.01 (600 steps), 3 digits either way. So the CNN is
+// judged as accuracy is when noise is this size: the mean over `seeds` pairs of runs (seed s:
+// the initial weights and the batch order), each compressed run against the fp32 run of the same
+// seed. The MLP and the transformer meet the 0.5 points in a single run.
+void check_compression(nn::GradCompression compression, const char* name, Net net = Net::Mlp, int seeds = 1) {
+  double sum_diff = 0;
+  for (int seed = 0; seed < seeds; ++seed) {
+    RunConfig cfg;
+    cfg.opt = Opt::SgdMomentumClip;
+    cfg.net = net;
+    cfg.steps = 200;
+    cfg.compression = compression;
+    cfg.measure_error = true;
+    cfg.seed = static_cast<uint64_t>(seed);
+    auto [ref, ranks] = run_both(cfg, 2, std::string(name) + net_name(net) + "_seed" + std::to_string(seed));
+    ASSERT_EQ(ranks[0].losses.size(), size_t(cfg.steps));
+    // The reference ignores compression: it is the fp32 single-process run.
+    size_t fp32_bytes = 0;
+    for (auto& [pname, v] : ref.params) fp32_bytes += v.size() * sizeof(float);
+    EXPECT_EQ(ranks[0].stats.bucket_bytes_on_wire, fp32_bytes / 2);
+    EXPECT_GT(ranks[0].stats.max_compression_error, 0.0);
+    EXPECT_LT(ranks[0].stats.max_compression_error, 0.05);
+    for (size_t r = 1; r < ranks.size(); ++r) EXPECT_EQ(ranks[r].params, ranks[0].params) << "rank " << r;
+    sum_diff += ranks[0].accuracy - ref.accuracy;
+    std::printf(
+        "[ddp] %s, %s compression, 2 ranks, %d steps, seed %d: held-out accuracy %.2f%% vs fp32 single-process "
+        "%.2f%% (diff %.2f points); max relative gradient error %.3g; final loss %.6f vs %.6f\n",
+        net_name(net), name, cfg.steps, seed, ranks[0].accuracy, ref.accuracy, ranks[0].accuracy - ref.accuracy,
+        ranks[0].stats.max_compression_error, ranks[0].losses.back(), ref.losses.back());
+    std::fflush(stdout);  // the next seed's forked children would print this buffer again
+  }
+  const double mean_diff = sum_diff / seeds;
+  EXPECT_LE(std::abs(mean_diff), 0.5) << "mean over " << seeds << " seeds";
+  if (seeds > 1)
+    std::printf("[ddp] %s, %s: mean accuracy difference over %d seeds %.2f points\n", net_name(net), name, seeds,
+                mean_diff);
 }
 
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::BFloat16, "bf16"); }
 TEST(DataParallelCompression, Fp16KeepsHeldOutAccuracy) { check_compression(nn::GradCompression::Float16, "fp16"); }
-// (The CNN is not here: with bf16 compression its held-out accuracy differed from the fp32
-// run's by +1.01 points after 200 steps and -1.01 after 600, 3 of the 297 held-out digits either
-// way, outside the 0.5 points; docs/distributed.md.)
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracyOfTheTransformer) {
   check_compression(nn::GradCompression::BFloat16, "bf16", Net::Transformer);
+}
+// 4 seeds (about 27 s on 2 cores); GEARBOX_DDP_CNN_SEEDS=8 measures more (docs/distributed.md).
+TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracyOfTheCnnOverSeeds) {
+  const char* env = std::getenv("GEARBOX_DDP_CNN_SEEDS");
+  check_compression(nn::GradCompression::BFloat16, "bf16", Net::Cnn, env ? std::max(1, std::atoi(env)) : 4);
 }
 
 // A rank that built another network fails with DDP_MODEL_MISMATCH (10011) on every rank, naming it.
