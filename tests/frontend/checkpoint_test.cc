@@ -401,6 +401,14 @@ TEST_F(CheckpointErrors, ModelsThatDoNotFitAreMismatchNamingTheEntry) {
   EXPECT_NE(message.find("Adam"), std::string::npos) << message;
   nn::Adam fewer(std::vector<nn::Tensor>{net->parameters()[0]}, nn::AdamOptions{});
   EXPECT_EQ(error_code_of([&] { nn::load_checkpoint(path_, *net, &fewer); }, &message), "CHECKPOINT_MISMATCH");
+  EXPECT_NE(message.find("param_groups.0.params"), std::string::npos) << message;  // its group holds 4, not 1
+  // The same with the group's indices gone (a file from before parameter groups): the state of
+  // parameter 1 is one this optimizer does not have.
+  nn::SafetensorsFile file = nn::load_safetensors(path_);
+  file.tensors.erase("optimizer.param_groups.0.params");
+  const std::string old_path = temp_path("before_groups.safetensors");
+  nn::save_safetensors(old_path, file.tensors, file.metadata);
+  EXPECT_EQ(error_code_of([&] { nn::load_checkpoint(old_path, *net, &fewer); }, &message), "CHECKPOINT_MISMATCH");
   EXPECT_NE(message.find("state.1."), std::string::npos) << message;
   // A module-only file into a model with an optimizer: strict refuses, not strict loads the module.
   const std::string module_only = temp_path("module_only.safetensors");
