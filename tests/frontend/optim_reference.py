@@ -15,6 +15,13 @@ converging loss would leave them at rounding level and amplify it, in Adam and R
                                     hyperparameters (float64; betas as beta1, beta2; flags 0/1)
                                     and params (int64 indices)
   <case>/state.<i>.<key>.npy        its per-parameter state (buffers float32, step int64)
+
+With --calibrate (not run by ctest, ~35 s) it writes nothing and prints, per case, how far the
+run parts from 3 copies of itself whose initial weights are perturbed by about one float32 ulp:
+the scale of difference two correct float32 implementations can show, which the test's
+tolerance is set from (see optim_parity_test.cc). A case that parts far more is chaotic and is
+no test of an optimizer: the cases below are ones that do not (a centered RMSprop with alpha 0.9
+at lr 1e-3 parted by 1e-2 and was replaced).
 """
 import argparse
 import os
