@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -526,16 +527,38 @@ class Sequential : public Module {
 };
 
 // ---- optimizers (torch.optim's formulas, step for step) -------------------------------
+// Parameter groups (torch's param_groups): an optimizer built from a list of groups steps each
+// group's parameters with that group's hyperparameters. What a group leaves unset (nullopt)
+// comes from the optimizer's defaults, as torch fills a group's dict from its keyword arguments:
+//   // torch: SGD([{'params': body, 'lr': 0.1}, {'params': head, 'weight_decay': 0}],
+//   //            lr=0.01, momentum=0.9, weight_decay=1e-4)
+//   nn::SGD opt({{.params = body, .lr = 0.1}, {.params = head, .weight_decay = 0.0}},
+//               {.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
+// params() is the groups' parameters in order (torch's numbering: "state.<i>" in a state dict).
+// A group without parameters, a parameter in two groups (or twice in one) and hyperparameters
+// the optimizer rejects are INVALID_ARGUMENT naming the group. The constructors from a plain
+// parameter list make one group (which may be empty: ZeroRedundancyOptimizer's ranks that own
+// nothing).
 class Optimizer {
  public:
+  // One group.
   explicit Optimizer(std::vector<Tensor> params);
   virtual ~Optimizer() = default;
   virtual void step() = 0;
   void zero_grad();
   const std::vector<Tensor>& params() const { return params_; }
-  // The learning rate the next step uses (its options' lr until a scheduler changes it).
+  size_t param_group_count() const { return group_begin_.size(); }
+  // Group g's parameters: params()[param_group_begin(g), param_group_end(g)).
+  size_t param_group_begin(size_t g) const;
+  size_t param_group_end(size_t g) const;
+  // Group 0's learning rate (the one rate of a single-group optimizer), and a setter for every
+  // group's.
   virtual double lr() const = 0;
   virtual void set_lr(double lr) = 0;
+  // Group g's learning rate, what the schedulers scale group by group (as torch's do). The
+  // defaults serve an optimizer of one group: its lr().
+  virtual double group_lr(size_t g) const;
+  virtual void set_group_lr(size_t g, double lr);
   // Bytes of the per-element state this optimizer holds now (momentum buffers, Adam's moments,
   // ...; allocated lazily by most at a parameter's first step), not counting scalar counters:
   // what sharding the optimizer (ZeroRedundancyOptimizer) divides among the ranks.
@@ -545,17 +568,51 @@ class Optimizer {
   virtual std::string kind() const = 0;
   // torch's optimizer.state_dict(), flattened into named tensors (copies): per parameter index i
   // (into params()) that has state, "state.<i>.<buffer>" (momentum_buffer, exp_avg, exp_avg_sq,
-  // square_avg, grad_avg, sum: float32 of the parameter's shape; step: int64 scalar), and the
-  // hyperparameters as float64 scalars "param_groups.0.<name>" (lr, momentum, ...; flags 0 or 1).
-  // The base class has none to give: INVALID_ARGUMENT.
+  // max_exp_avg_sq, square_avg, grad_avg, sum: float32 of the parameter's shape; step: int64
+  // scalar), and per group g its hyperparameters as float64 scalars "param_groups.<g>.<name>"
+  // (lr, momentum, ...; flags 0 or 1) and "param_groups.<g>.params", the int64 indices of its
+  // parameters. The base class has none to give: INVALID_ARGUMENT.
   virtual std::map<std::string, Tensor> state_dict() const;
-  // Restores what state_dict() gave, hyperparameters (lr) included, as torch does. Every key must
-  // be one this optimizer writes and fit its parameter (CHECKPOINT_MISMATCH naming the key);
-  // invalid hyperparameter values are CHECKPOINT_INVALID. Nothing changes when it throws.
+  // Restores what state_dict() gave, every group's hyperparameters (lr) included, as torch does.
+  // Every key must be one this optimizer writes and fit its parameter (CHECKPOINT_MISMATCH naming
+  // the key), the groups must be this optimizer's (their number and parameters: CHECKPOINT_MISMATCH);
+  // invalid hyperparameter values are CHECKPOINT_INVALID. Nothing changes when it throws. A state
+  // dict from before parameter groups (one group, no "param_groups.0.params") loads into an
+  // optimizer of one group.
   virtual void load_state_dict(const std::map<std::string, Tensor>& state);
 
  protected:
+  // The groups' parameters, concatenated into params_; `who` (the kind) names them in errors.
+  Optimizer(const std::string& who, std::vector<std::vector<Tensor>> groups);
+  [[noreturn]] void throw_no_group(size_t g) const;
   std::vector<Tensor> params_;
+  std::vector<size_t> group_begin_;  // where each group starts in params_
+};
+
+// What every optimizer below shares: one Options per parameter group.
+template <typename Options>
+class GroupedOptimizer : public Optimizer {
+ public:
+  double lr() const override { return opt_.front().lr; }
+  void set_lr(double lr) override {
+    for (Options& o : opt_) o.lr = lr;
+  }
+  double group_lr(size_t g) const override { return options(g).lr; }
+  void set_group_lr(size_t g, double lr) override {
+    if (g >= opt_.size()) throw_no_group(g);
+    opt_[g].lr = lr;
+  }
+  // Group g's hyperparameters, the defaults filled in.
+  const Options& options(size_t g = 0) const {
+    if (g >= opt_.size()) throw_no_group(g);
+    return opt_[g];
+  }
+
+ protected:
+  GroupedOptimizer(std::vector<Tensor> params, const Options& options) : Optimizer(std::move(params)), opt_{options} {}
+  GroupedOptimizer(const std::string& who, std::vector<std::vector<Tensor>> groups)
+      : Optimizer(who, std::move(groups)) {}
+  std::vector<Options> opt_;  // per group
 };
 
 struct SGDOptions {
@@ -565,20 +622,24 @@ struct SGDOptions {
   double weight_decay = 0;
   bool nesterov = false;
 };
+// A parameter group of SGD: its parameters and what it sets differently from the defaults.
+struct SGDParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr{}, momentum{}, dampening{}, weight_decay{};
+  std::optional<bool> nesterov{};
+};
 
-class SGD : public Optimizer {
+class SGD : public GroupedOptimizer<SGDOptions> {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
+  explicit SGD(std::vector<SGDParamGroup> groups, SGDOptions defaults = {});
   void step() override;
-  double lr() const override { return opt_.lr; }
-  void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
   std::string kind() const override { return "SGD"; }
   std::map<std::string, Tensor> state_dict() const override;
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  SGDOptions opt_;
   std::vector<std::vector<float>> momentum_;  // per parameter; empty until its first step
 };
 
@@ -588,24 +649,28 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0;  // Adam: L2 added to the gradient; AdamW: decoupled
+  bool amsgrad = false;     // divide by the largest second moment so far (torch's amsgrad)
+};
+struct AdamParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr{}, beta1{}, beta2{}, eps{}, weight_decay{};
+  std::optional<bool> amsgrad{};
 };
 
-class Adam : public Optimizer {
+class Adam : public GroupedOptimizer<AdamOptions> {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled_weight_decay = false);
+  explicit Adam(std::vector<AdamParamGroup> groups, AdamOptions defaults = {}, bool decoupled_weight_decay = false);
   void step() override;
-  double lr() const override { return opt_.lr; }
-  void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
   std::string kind() const override { return decoupled_ ? "AdamW" : "Adam"; }
   std::map<std::string, Tensor> state_dict() const override;
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  AdamOptions opt_;
   bool decoupled_;
   int64_t step_ = 0;
-  std::vector<std::vector<float>> exp_avg_, exp_avg_sq_;
+  std::vector<std::vector<float>> exp_avg_, exp_avg_sq_, max_exp_avg_sq_;
 };
 
 struct RMSpropOptions {
@@ -616,21 +681,24 @@ struct RMSpropOptions {
   double momentum = 0;
   bool centered = false;  // divide by the gradient's estimated variance instead of its second moment
 };
+struct RMSpropParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr{}, alpha{}, eps{}, weight_decay{}, momentum{};
+  std::optional<bool> centered{};
+};
 
 // torch.optim.RMSprop.
-class RMSprop : public Optimizer {
+class RMSprop : public GroupedOptimizer<RMSpropOptions> {
  public:
   RMSprop(std::vector<Tensor> params, RMSpropOptions options);
+  explicit RMSprop(std::vector<RMSpropParamGroup> groups, RMSpropOptions defaults = {});
   void step() override;
-  double lr() const override { return opt_.lr; }
-  void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
   std::string kind() const override { return "RMSprop"; }
   std::map<std::string, Tensor> state_dict() const override;
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  RMSpropOptions opt_;
   std::vector<std::vector<float>> square_avg_, grad_avg_, momentum_buffer_;
 };
 
@@ -641,48 +709,56 @@ struct AdagradOptions {
   double initial_accumulator_value = 0;
   double eps = 1e-10;
 };
+struct AdagradParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr{}, lr_decay{}, weight_decay{}, initial_accumulator_value{}, eps{};
+};
 
 // torch.optim.Adagrad.
-class Adagrad : public Optimizer {
+class Adagrad : public GroupedOptimizer<AdagradOptions> {
  public:
   Adagrad(std::vector<Tensor> params, AdagradOptions options);
+  explicit Adagrad(std::vector<AdagradParamGroup> groups, AdagradOptions defaults = {});
   void step() override;
-  double lr() const override { return opt_.lr; }
-  void set_lr(double lr) override { opt_.lr = lr; }
   size_t state_bytes() const override;
   std::string kind() const override { return "Adagrad"; }
   std::map<std::string, Tensor> state_dict() const override;
   void load_state_dict(const std::map<std::string, Tensor>& state) override;
 
  private:
-  AdagradOptions opt_;
+  void init_sums();
   std::vector<std::vector<float>> sum_;
   std::vector<int64_t> steps_;
 };
 
 // ---- learning-rate schedulers (torch.optim.lr_scheduler's chainable forms, step for step) --
-// Each changes its optimizer's lr() per step() (once per epoch, as in torch) with torch's own
-// recursive formula, so the rates equal torch's in double precision. Construction applies
-// epoch 0, as torch's constructors do (LinearLR starts at lr * start_factor).
+// Each changes its optimizer's learning rates per step() (once per epoch, as in torch) with
+// torch's own recursive formula, every parameter group's from its own current and base rate, so
+// the rates equal torch's in double precision. Construction applies epoch 0, as torch's
+// constructors do (LinearLR starts at lr * start_factor).
 class LRScheduler {
  public:
   virtual ~LRScheduler() = default;
   void step();
+  // Group 0's rate / every group's (torch's get_last_lr()).
   double last_lr() const { return optimizer_.lr(); }
+  std::vector<double> last_lrs() const;
   int64_t last_epoch() const { return last_epoch_; }
   // torch's scheduler.state_dict(), the counters that make the next step() continue the schedule:
-  // int64 scalars "last_epoch", "step_count" and the float64 scalar "base_lr". Load it into a
+  // int64 scalars "last_epoch", "step_count" and the float64 [groups] "base_lrs". Load it into a
   // scheduler of the same kind and settings, over the optimizer whose state was loaded too (the
-  // current rate is the optimizer's lr). CHECKPOINT_MISMATCH on a missing or unexpected key.
+  // current rates are the optimizer's). CHECKPOINT_MISMATCH on a missing or unexpected key or
+  // another number of groups. (Files from before parameter groups hold a scalar "base_lr"
+  // instead: it loads over an optimizer of one group.)
   std::map<std::string, Tensor> state_dict() const;
   void load_state_dict(const std::map<std::string, Tensor>& state);
 
  protected:
-  explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer), base_lr_(optimizer.lr()) {}
-  // The rate for epoch last_epoch_ from the current one (torch's get_lr).
-  virtual double next_lr(double current) const = 0;
+  explicit LRScheduler(Optimizer& optimizer);
+  // A group's rate for epoch last_epoch_ from its current one and its base (torch's get_lr).
+  virtual double next_lr(double current, double base_lr) const = 0;
   Optimizer& optimizer_;
-  double base_lr_;
+  std::vector<double> base_lrs_;  // per group
   int64_t last_epoch_ = -1;
   int64_t step_count_ = 0;
 };
@@ -693,7 +769,7 @@ class StepLR : public LRScheduler {
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  private:
-  double next_lr(double current) const override;
+  double next_lr(double current, double base_lr) const override;
   int64_t step_size_;
   double gamma_;
 };
@@ -705,7 +781,7 @@ class CosineAnnealingLR : public LRScheduler {
   CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
 
  private:
-  double next_lr(double current) const override;
+  double next_lr(double current, double base_lr) const override;
   int64_t t_max_;
   double eta_min_;
 };
@@ -717,7 +793,7 @@ class LinearLR : public LRScheduler {
   LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
 
  private:
-  double next_lr(double current) const override;
+  double next_lr(double current, double base_lr) const override;
   double start_factor_, end_factor_;
   int64_t total_iters_;
 };
@@ -732,6 +808,8 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, AdamOptions options) : Adam(std::move(params), options, true) {}
+  explicit AdamW(std::vector<AdamParamGroup> groups, AdamOptions defaults = AdamOptions{.weight_decay = 1e-2})
+      : Adam(std::move(groups), defaults, true) {}
 };
 
 // ---- checkpoints (docs/frontend.md, "Checkpoints") --------------------------------------

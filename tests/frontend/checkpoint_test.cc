@@ -104,6 +104,21 @@ std::vector<OptimizerCase> optimizer_cases() {
          return std::make_unique<nn::Adagrad>(
              p, nn::AdagradOptions{.lr = 0.05, .lr_decay = 0.01, .initial_accumulator_value = 0.1});
        }},
+      // Two parameter groups (the first two parameters, the rest) with their own hyperparameters.
+      {"SGDTwoGroups",
+       [](std::vector<nn::Tensor> p) {
+         return std::make_unique<nn::SGD>(
+             std::vector<nn::SGDParamGroup>{{.params = {p.begin(), p.begin() + 2}, .lr = 0.02, .weight_decay = 1e-2},
+                                            {.params = {p.begin() + 2, p.end()}, .nesterov = true}},
+             nn::SGDOptions{.lr = 0.05, .momentum = 0.9});
+       }},
+      {"AdamWTwoGroupsAmsgrad",
+       [](std::vector<nn::Tensor> p) {
+         return std::make_unique<nn::AdamW>(
+             std::vector<nn::AdamParamGroup>{{.params = {p.begin(), p.begin() + 2}, .amsgrad = true},
+                                             {.params = {p.begin() + 2, p.end()}, .lr = 0.003, .weight_decay = 0.0}},
+             nn::AdamOptions{.lr = 0.01, .weight_decay = 1e-2});
+       }},
   };
 }
 
@@ -162,7 +177,7 @@ TEST_P(ResumeEquivalence, ResumedRunIsBitIdenticalToTheStraightRun) {
   EXPECT_EQ(sched.last_epoch(), kSteps / 2);
   train(*resumed, *opt, sched, kSteps / 2, kSteps);
 
-  EXPECT_EQ(opt->lr(), straight_opt->lr());
+  for (size_t g = 0; g < opt->param_group_count(); ++g) EXPECT_EQ(opt->group_lr(g), straight_opt->group_lr(g));
   auto got = values_of(*resumed), want = values_of(*straight);
   ASSERT_EQ(got.size(), want.size());
   for (auto& [name, v] : want) {
@@ -179,8 +194,43 @@ TEST_P(ResumeEquivalence, ResumedRunIsBitIdenticalToTheStraightRun) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, ResumeEquivalence, ::testing::Range<size_t>(0, 6),
+INSTANTIATE_TEST_SUITE_P(Optimizers, ResumeEquivalence, ::testing::Range<size_t>(0, optimizer_cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& i) { return optimizer_cases()[i.param].name; });
+
+// A checkpoint written before parameter groups: the optimizer's one group without
+// "param_groups.0.params" (nor Adam's "amsgrad"), the scheduler's scalar "base_lr". It loads into
+// the same single-group objects, and the run continues exactly as the one that wrote it.
+TEST(CheckpointFile, SingleGroupCheckpointFromBeforeGroupsLoads) {
+  for (const OptimizerCase& c : optimizer_cases()) {
+    if (c.name.find("Groups") != std::string::npos) continue;
+    nn::manual_seed(1);
+    auto straight = make_cnn();
+    auto straight_opt = c.make(straight->parameters());
+    nn::StepLR straight_sched(*straight_opt, 3, 0.5);
+    train(*straight, *straight_opt, straight_sched, 0, 4);
+    const std::string path = temp_path(c.name + "_old.safetensors");
+    nn::save_checkpoint(path, *straight, straight_opt.get(), {}, &straight_sched);
+    nn::SafetensorsFile file = nn::load_safetensors(path);
+    ASSERT_EQ(file.tensors.erase("optimizer.param_groups.0.params"), 1u) << c.name;
+    file.tensors.erase("optimizer.param_groups.0.amsgrad");
+    const double base_lr = file.tensors.at("scheduler.base_lrs").to_double_vector().at(0);
+    file.tensors.erase("scheduler.base_lrs");
+    file.tensors["scheduler.base_lr"] = nn::Tensor::scalar(base_lr, nn::DType::Float64);
+    nn::save_safetensors(path, file.tensors, file.metadata);
+
+    nn::manual_seed(99);
+    auto resumed = make_cnn();
+    auto opt = c.make(resumed->parameters());
+    opt->set_lr(123.0);
+    nn::StepLR sched(*opt, 3, 0.5);
+    nn::load_checkpoint(path, *resumed, opt.get(), true, &sched);
+    train(*straight, *straight_opt, straight_sched, 4, 8);
+    train(*resumed, *opt, sched, 4, 8);
+    EXPECT_EQ(opt->lr(), straight_opt->lr()) << c.name;
+    EXPECT_EQ(values_of(*resumed), values_of(*straight)) << c.name;
+    std::filesystem::remove(path);
+  }
+}
 
 // Runs f and returns the nn::Error code it threw ("" if none; "other" for any other exception).
 std::string error_code_of(const std::function<void()>& f, std::string* message = nullptr) {
@@ -351,6 +401,14 @@ TEST_F(CheckpointErrors, ModelsThatDoNotFitAreMismatchNamingTheEntry) {
   EXPECT_NE(message.find("Adam"), std::string::npos) << message;
   nn::Adam fewer(std::vector<nn::Tensor>{net->parameters()[0]}, nn::AdamOptions{});
   EXPECT_EQ(error_code_of([&] { nn::load_checkpoint(path_, *net, &fewer); }, &message), "CHECKPOINT_MISMATCH");
+  EXPECT_NE(message.find("param_groups.0.params"), std::string::npos) << message;  // its group holds 4, not 1
+  // The same with the group's indices gone (a file from before parameter groups): the state of
+  // parameter 1 is one this optimizer does not have.
+  nn::SafetensorsFile file = nn::load_safetensors(path_);
+  file.tensors.erase("optimizer.param_groups.0.params");
+  const std::string old_path = temp_path("before_groups.safetensors");
+  nn::save_safetensors(old_path, file.tensors, file.metadata);
+  EXPECT_EQ(error_code_of([&] { nn::load_checkpoint(old_path, *net, &fewer); }, &message), "CHECKPOINT_MISMATCH");
   EXPECT_NE(message.find("state.1."), std::string::npos) << message;
   // A module-only file into a model with an optimizer: strict refuses, not strict loads the module.
   const std::string module_only = temp_path("module_only.safetensors");

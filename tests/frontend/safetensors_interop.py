@@ -97,8 +97,9 @@ def main():
     for key in ("lr", "momentum", "dampening", "weight_decay"):
         assert float(tensors[f"optimizer.param_groups.0.{key}"]) == group[key], key
     assert float(tensors["optimizer.param_groups.0.nesterov"]) == float(group["nesterov"])
+    assert list(tensors["optimizer.param_groups.0.params"]) == group["params"], tensors["optimizer.param_groups.0.params"]
     expected = set(net.state_dict()) | {f"optimizer.state.{i}.momentum_buffer" for i in range(4)} | {
-        f"optimizer.param_groups.0.{k}" for k in ("lr", "momentum", "dampening", "weight_decay", "nesterov")}
+        f"optimizer.param_groups.0.{k}" for k in ("lr", "momentum", "dampening", "weight_decay", "nesterov", "params")}
     assert set(tensors) == expected, sorted(set(tensors) ^ expected)
     print(f"gearbox checkpoint vs torch: worst |difference| {worst:.3g} over {len(tensors)} tensors")
     assert worst < 1e-6, worst

@@ -5,34 +5,71 @@
 #include <cmath>
 
 #include "frontend/optim/for_each_gradient.h"
-#include "frontend/optim/optimizer_state.h"
+#include "frontend/optim/param_groups.h"
 
 namespace gbx::nn {
+namespace {
 
-Adagrad::Adagrad(std::vector<Tensor> params, AdagradOptions options) : Optimizer(std::move(params)), opt_(options) {
-  if (opt_.lr < 0 || opt_.lr_decay < 0 || opt_.weight_decay < 0 || opt_.initial_accumulator_value < 0 || opt_.eps < 0)
-    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "Adagrad: lr ", opt_.lr, ", lr_decay ",
-                                     opt_.lr_decay, ", weight_decay ", opt_.weight_decay,
-                                     ", initial_accumulator_value ", opt_.initial_accumulator_value, ", eps ", opt_.eps,
-                                     ": need non-negative values"));
-  // torch fills the sums at construction, so a parameter that gets no gradient keeps its own.
-  for (const Tensor& p : params_)
-    sum_.emplace_back(static_cast<size_t>(p.numel()), static_cast<float>(opt_.initial_accumulator_value));
+const Hyperparameters<AdagradOptions, AdagradParamGroup>& hyperparameters() {
+  static const Hyperparameters<AdagradOptions, AdagradParamGroup> table = {
+      {.name = "lr", .number = &AdagradOptions::lr, .group_number = &AdagradParamGroup::lr},
+      {.name = "lr_decay", .number = &AdagradOptions::lr_decay, .group_number = &AdagradParamGroup::lr_decay},
+      {.name = "weight_decay",
+       .number = &AdagradOptions::weight_decay,
+       .group_number = &AdagradParamGroup::weight_decay},
+      {.name = "initial_accumulator_value",
+       .number = &AdagradOptions::initial_accumulator_value,
+       .group_number = &AdagradParamGroup::initial_accumulator_value},
+      {.name = "eps", .number = &AdagradOptions::eps, .group_number = &AdagradParamGroup::eps},
+  };
+  return table;
+}
+
+void check(const AdagradOptions& o, const std::string& who) {
+  if (o.lr < 0 || o.lr_decay < 0 || o.weight_decay < 0 || o.initial_accumulator_value < 0 || o.eps < 0)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, who, ": lr ", o.lr, ", lr_decay ",
+                                     o.lr_decay, ", weight_decay ", o.weight_decay, ", initial_accumulator_value ",
+                                     o.initial_accumulator_value, ", eps ", o.eps, ": need non-negative values"));
+}
+
+}  // namespace
+
+Adagrad::Adagrad(std::vector<Tensor> params, AdagradOptions options) : GroupedOptimizer(std::move(params), options) {
+  check(options, "Adagrad");
+  init_sums();
+}
+
+Adagrad::Adagrad(std::vector<AdagradParamGroup> groups, AdagradOptions defaults)
+    : GroupedOptimizer("Adagrad", group_params(groups)) {
+  opt_ = resolve_groups("Adagrad", groups, defaults, hyperparameters(), check);
+  init_sums();
+}
+
+// torch fills the sums at construction, each with its group's initial value, so a parameter
+// that gets no gradient keeps its own.
+void Adagrad::init_sums() {
+  for (size_t g = 0; g < opt_.size(); ++g)
+    for (size_t k = param_group_begin(g); k < param_group_end(g); ++k)
+      sum_.emplace_back(static_cast<size_t>(params_[k].numel()), static_cast<float>(opt_[g].initial_accumulator_value));
   steps_.assign(params_.size(), 0);
 }
 
 void Adagrad::step() {
-  const float wd = static_cast<float>(opt_.weight_decay), eps = static_cast<float>(opt_.eps);
-  for_each_gradient(params_, [&](size_t k, float* w, const float* gd, size_t n) {
-    const double t = static_cast<double>(++steps_[k]);  // torch counts steps per parameter
-    const float clr = static_cast<float>(opt_.lr / (1 + (t - 1) * opt_.lr_decay));
-    std::vector<float>& s = sum_[k];
-    for (size_t i = 0; i < n; ++i) {
-      const float gi = wd != 0 ? gd[i] + wd * w[i] : gd[i];
-      s[i] = s[i] + gi * gi;
-      w[i] += -clr * gi / (std::sqrt(s[i]) + eps);
-    }
-  });
+  for (size_t g = 0; g < opt_.size(); ++g) {
+    const AdagradOptions& o = opt_[g];
+    const float wd = static_cast<float>(o.weight_decay), eps = static_cast<float>(o.eps);
+    for_each_gradient(params_, param_group_begin(g), param_group_end(g),
+                      [&](size_t k, float* w, const float* gd, size_t n) {
+                        const double t = static_cast<double>(++steps_[k]);  // torch counts steps per parameter
+                        const float clr = static_cast<float>(o.lr / (1 + (t - 1) * o.lr_decay));
+                        std::vector<float>& s = sum_[k];
+                        for (size_t i = 0; i < n; ++i) {
+                          const float gi = wd != 0 ? gd[i] + wd * w[i] : gd[i];
+                          s[i] = s[i] + gi * gi;
+                          w[i] += -clr * gi / (std::sqrt(s[i]) + eps);
+                        }
+                      });
+  }
 }
 
 size_t Adagrad::state_bytes() const { return float_buffer_bytes(sum_); }
@@ -43,23 +80,13 @@ std::map<std::string, Tensor> Adagrad::state_dict() const {
     w.step(k, steps_[k]);
     w.buffer(k, "sum", sum_[k]);
   }
-  w.hyperparameter("lr", opt_.lr);
-  w.hyperparameter("lr_decay", opt_.lr_decay);
-  w.hyperparameter("weight_decay", opt_.weight_decay);
-  w.hyperparameter("initial_accumulator_value", opt_.initial_accumulator_value);
-  w.hyperparameter("eps", opt_.eps);
+  write_groups(w, *this, opt_, hyperparameters());
   return w.take();
 }
 
 void Adagrad::load_state_dict(const std::map<std::string, Tensor>& state) {
   OptimizerStateReader r(kind(), params_, state);
-  AdagradOptions o;
-  o.lr = r.hyperparameter("lr");
-  o.lr_decay = r.hyperparameter("lr_decay");
-  o.weight_decay = r.hyperparameter("weight_decay");
-  o.initial_accumulator_value = r.hyperparameter("initial_accumulator_value");
-  o.eps = r.hyperparameter("eps");
-  check_loaded_options(kind(), [&] { [[maybe_unused]] Adagrad probe(std::vector<Tensor>{}, o); });
+  std::vector<AdagradOptions> o = read_groups(r, *this, hyperparameters(), check);
   std::vector<std::vector<float>> sum(params_.size());
   std::vector<int64_t> steps(params_.size(), 0);
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -70,7 +97,7 @@ void Adagrad::load_state_dict(const std::map<std::string, Tensor>& state) {
                                        ".step' or 'state.", k, ".sum' is missing"));
   }
   r.finish();
-  opt_ = o;
+  opt_ = std::move(o);
   sum_ = std::move(sum);
   steps_ = std::move(steps);
 }

@@ -1,5 +1,5 @@
-// The loop every optimizer's step() runs: over its parameters that received a gradient, with
-// their float32 data (Optimizer's constructor checked the dtype).
+// The loop every optimizer's step() runs for each parameter group: over the group's parameters
+// that received a gradient, with their float32 data (Optimizer's constructor checked the dtype).
 #pragma once
 
 #include <cstddef>
@@ -9,10 +9,11 @@
 
 namespace gbx::nn {
 
-// Calls f(k, w, g, n) for each parameter k with a gradient: its data w, gradient g, size n.
+// Calls f(k, w, g, n) for each parameter k in [begin, end) with a gradient: its data w,
+// gradient g, size n.
 template <typename F>
-void for_each_gradient(std::vector<Tensor>& params, F&& f) {
-  for (size_t k = 0; k < params.size(); ++k) {
+void for_each_gradient(std::vector<Tensor>& params, size_t begin, size_t end, F&& f) {
+  for (size_t k = begin; k < end; ++k) {
     Tensor& p = params[k];
     Tensor g = p.grad();
     if (!g.defined()) continue;

@@ -1,6 +1,6 @@
 // The optimizers' state_dict() / load_state_dict() in one place: the key scheme
-// ("state.<i>.<buffer>", "param_groups.0.<hyperparameter>", as torch names them) and the checks
-// a load makes before it changes anything.
+// ("state.<i>.<buffer>", "param_groups.<g>.<hyperparameter>" and "param_groups.<g>.params", as
+// torch names them) and the checks a load makes before it changes anything.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,9 @@ class OptimizerStateWriter {
   // Parameter k's buffer, skipped while empty (state is created at a parameter's first step).
   void buffer(size_t k, const char* name, const std::vector<float>& values);
   void step(size_t k, int64_t step);
-  void hyperparameter(const char* name, double value);
+  void hyperparameter(size_t g, const char* name, double value);
+  // Group g's parameters, params[begin, end), as their indices (torch's param_groups[g]['params']).
+  void group_params(size_t g, size_t begin, size_t end);
   std::map<std::string, Tensor> take() { return std::move(out_); }
 
  private:
@@ -39,8 +41,12 @@ class OptimizerStateReader {
   bool buffer(size_t k, const char* name, std::vector<float>* out);
   // Parameter k's step count, if present (an int64 scalar >= 0).
   bool step(size_t k, int64_t* out);
-  // A required float64 scalar.
-  double hyperparameter(const char* name);
+  // Group g's hyperparameter, a float64 scalar: required, or `fallback` when absent.
+  double hyperparameter(size_t g, const char* name);
+  double hyperparameter(size_t g, const char* name, double fallback);
+  // The state's parameter groups against the optimizer's: as many, each with the same parameters
+  // ("param_groups.<g>.params"; a state of one group from before groups has none).
+  void check_groups(const Optimizer& opt);
   void finish() const;
 
  private:
