@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,6 +106,11 @@ void expect_onnx_checker_accepts(const std::string& path) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // Exported as .onnx and .gbm and run by Session, and run as a GraphFunction (twice: the second
 // input of the same shape has other values, which a graph that froze the example would miss):
 // every result equals eager within float tolerance.
@@ -119,6 +127,11 @@ void check_graph_and_export(const std::shared_ptr<Module>& net, const std::vecto
   export_onnx(*net, x, onnx_path);
   export_gbm(*net, x, gbm_path);
   expect_onnx_checker_accepts(onnx_path);
+  // export_gbm takes gearbox compile's path: the same bytes as the CLI compiling the .onnx.
+  const std::string compiled_path = temp_path(name + "_cli.gbm");
+  std::string compile = std::string(GEARBOX_CLI) + " compile " + onnx_path + " -o " + compiled_path + " -q > /dev/null";
+  ASSERT_EQ(std::system(compile.c_str()), 0) << compile;
+  EXPECT_TRUE(file_bytes(gbm_path) == file_bytes(compiled_path)) << name << ": export_gbm and gearbox compile differ";
   expect_close(run_file(onnx_path, x2), want2, 1e-5, 1e-5, name + " .onnx in Session");
   expect_close(run_file(gbm_path, x2), want2, 1e-5, 1e-5, name + " .gbm in Session");
 
@@ -158,6 +171,22 @@ TEST(GraphMode, BatchNormCnnExportedAndGraphModeMatchEager) {
 TEST(GraphMode, TransformerEncoderLayerExportedAndGraphModeMatchEager) {
   manual_seed(5);
   check_graph_and_export(encoder_layer(), {5, 3, 16}, "encoder");  // [seq, batch, d_model]
+}
+
+// gelu is gearbox's own com.gearbox.Gelu (ONNX has Gelu only from opset 20): the export keeps
+// it in that domain, which onnx.checker accepts and gearbox runs.
+TEST(GraphMode, GeluExportsInGearboxDomain) {
+  manual_seed(7);
+  TransformerEncoderLayerOptions options;
+  options.dim_feedforward = 32;
+  options.gelu = true;
+  options.norm_first = true;
+  auto layer = std::make_shared<TransformerEncoderLayer>(16, 4, options);
+  layer->eval();
+  Tensor x = Tensor::randn({3, 5, 16});
+  std::vector<std::string> ops = trace(*layer, x).op_types();
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "com.gearbox.Gelu"), ops.end());
+  check_graph_and_export(layer, {5, 3, 16}, "encoder_gelu");
 }
 
 TEST(GraphMode, GraphFunctionTracesOncePerShapeSignature) {

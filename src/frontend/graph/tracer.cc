@@ -173,10 +173,6 @@ class Tracer final : public TraceHook {
       ir[id] = value;
       return value;
     };
-    for (size_t i = 0; i < input_names.size(); ++i)
-      for (size_t id = 0; id < values_.size(); ++id)
-        if (values_[id].kind == TracedValue::Kind::Input && values_[id].name == input_names[i])
-          g->inputs.push_back(make_value(static_cast<int>(id)));
     int constants = 0;
     for (size_t id = 0; id < values_.size(); ++id) {
       TracedValue& v = values_[id];
@@ -189,6 +185,13 @@ class Tracer final : public TraceHook {
       value->initializer = v.tensor.clone();
       g->initializers.push_back(value);
     }
+    // Initializers, then inputs, then node outputs: the order the ONNX importer creates values
+    // in, so a graph traced here and one imported from its export are laid out alike (the
+    // .gbm export_gbm writes is the one `gearbox compile` writes from export_onnx's file).
+    for (size_t i = 0; i < input_names.size(); ++i)
+      for (size_t id = 0; id < values_.size(); ++id)
+        if (values_[id].kind == TracedValue::Kind::Input && values_[id].name == input_names[i])
+          g->inputs.push_back(make_value(static_cast<int>(id)));
 
     gearbox::Model model;
     std::map<std::string, int> counts;
