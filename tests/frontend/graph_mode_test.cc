@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/autodiff/tape.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn.hpp"
 #include "gearbox/nn_graph.hpp"
@@ -248,6 +249,20 @@ std::string error_code(const std::function<void()>& fn) {
   return "";
 }
 
+// embedding's ids are an input of the graph: its host-side range check is left to the Gather
+// kernel, and a second call with other ids gathers other rows.
+TEST(GraphMode, EmbeddingIdsAreAnInput) {
+  manual_seed(8);
+  auto emb = std::make_shared<Embedding>(10, 4);
+  GraphFunction graph(emb);
+  for (const std::vector<int64_t>& ids : {std::vector<int64_t>{1, 2, 3}, std::vector<int64_t>{9, 0, 9}}) {
+    Tensor t = Tensor::from_vector(ids, {3});
+    EXPECT_EQ(graph(t).to_float_vector(), emb->forward(t).to_float_vector());  // a gather is exact
+  }
+  EXPECT_EQ(graph.traces(), 1u);
+  EXPECT_EQ(error_code([&] { graph(Tensor::from_vector(std::vector<int64_t>{1, 10, 2}, {3})); }), "INVALID_ARGUMENT");
+}
+
 TEST(GraphMode, RefusesWhatCannotBeTraced) {
   Tensor x = Tensor::randn({2, 3});
   auto traced = [&](TensorFunction fn) { return error_code([&] { trace(fn, {x}); }); };
@@ -288,6 +303,23 @@ TEST(GraphMode, RefusesWhatCannotBeTraced) {
   auto inner = std::make_shared<GraphFunction>(
       TensorFunction([](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(in[0])}; }));
   EXPECT_EQ(traced([inner](const std::vector<Tensor>& in) { return (*inner)(in); }), "API_INVALID_ARGUMENT");
+  // A loss checks its class ids on the host: with the targets as an input, refused.
+  Tensor targets = Tensor::from_vector(std::vector<int64_t>{0, 2}, {2});
+  EXPECT_EQ(error_code([&] {
+              trace([](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy(in[0], in[1])}; },
+                    {x, targets});
+            }),
+            "API_INVALID_ARGUMENT");
+  // A step the dispatcher does not run (a collective is one), and a trace inside a trace.
+  EXPECT_EQ(traced([](const std::vector<Tensor>& in) {
+              return apply_function("Opaque", {in[0]}, {exp(in[0])}, [](const std::vector<Tensor>& g) { return g; });
+            }),
+            "OP_UNSUPPORTED");
+  EXPECT_EQ(traced([](const std::vector<Tensor>& in) {
+              trace([](const std::vector<Tensor>& inner) { return inner; }, in);
+              return in;
+            }),
+            "API_INVALID_ARGUMENT");
   // Host reads of constants are fine: they are the same on every run.
   Tensor scale = Tensor::scalar(3.0);
   EXPECT_EQ(traced([scale](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * scale.item()}; }), "");
