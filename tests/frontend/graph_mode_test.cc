@@ -27,11 +27,24 @@ namespace {
 
 using testing::expect_close;
 
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("gbx_graph_mode_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+std::filesystem::path temp_dir() {
+  return std::filesystem::temp_directory_path() / ("gbx_graph_mode_" + std::to_string(getpid()));
 }
+
+std::string temp_path(const std::string& name) {
+  std::filesystem::create_directories(temp_dir());
+  return (temp_dir() / name).string();
+}
+
+// Removes this process's folder at the end (ctest runs each test in a process of its own).
+class RemoveTempFolder : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(temp_dir(), ec);
+  }
+};
+const auto* const kRemoveTempFolder = ::testing::AddGlobalTestEnvironment(new RemoveTempFolder);
 
 std::shared_ptr<Sequential> mlp() {
   return std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
