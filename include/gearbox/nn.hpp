@@ -14,7 +14,9 @@
 //
 // Eager mode: every op runs at once (on cpu.simd / cpu.dnnl where they have the kernel, on
 // cpu.ref otherwise) and, when an input requires a gradient, records a tape node that
-// backward() walks in reverse. See docs/frontend.md.
+// backward() walks in reverse. See docs/frontend.md. Graph mode (a function traced into the
+// graph engine's IR and run from a Session per input shape) and export to ONNX and .gbm are in
+// gearbox/nn_graph.hpp.
 //
 // Errors: unlike gearbox.hpp, this API throws gbx::nn::Error (like PyTorch's C++ frontend),
 // because ops compose into expressions; the error carries gearbox's catalogue code

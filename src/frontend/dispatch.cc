@@ -4,11 +4,12 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/buffer_source.h"
 #include "base/strings.h"
+#include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
 #include "kernels/kernel.h"
 #include "kernels/kernel_support.h"
-#include "base/buffer_source.h"
 #include "runtime/session.h"
 
 namespace gbx::nn {
@@ -26,7 +27,8 @@ std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbo
                                       const gearbox::AttributeMap& attrs, size_t num_outputs) {
   std::vector<gearbox::RuntimeValue> in_values;
   in_values.reserve(inputs.size());
-  for (const gearbox::Tensor& t : inputs) in_values.push_back(t.defined() ? gearbox::RuntimeValue(t) : gearbox::RuntimeValue());
+  for (const gearbox::Tensor& t : inputs)
+    in_values.push_back(t.defined() ? gearbox::RuntimeValue(t) : gearbox::RuntimeValue());
   std::vector<const gearbox::RuntimeValue*> in_ptrs;
   in_ptrs.reserve(in_values.size());
   for (const auto& v : in_values) in_ptrs.push_back(&v);
@@ -37,10 +39,10 @@ std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbo
   // The executor's rule: the first engine of the list whose kernel's declarations accept these inputs.
   const gearbox::KernelDef* def = gearbox::find_kernel_for(ctx, ctx);
   if (!def) {
-    std::string dt = inputs.empty() || !inputs[0].defined() ? "none" : std::string(gearbox::dtype_name(inputs[0].dtype()));
-    throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "eager op ", op.op_type, " (opset ",
-                                     op.opset, ") has no kernel for dtype ", dt, " on engines ",
-                                     gearbox::kDefaultEngines));
+    std::string dt =
+        inputs.empty() || !inputs[0].defined() ? "none" : std::string(gearbox::dtype_name(inputs[0].dtype()));
+    throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "eager op ", op.op_type, " (opset ", op.opset,
+                                     ") has no kernel for dtype ", dt, " on engines ", gearbox::kDefaultEngines));
   }
   gearbox::Status st;
   try {
@@ -53,9 +55,12 @@ std::vector<gearbox::Tensor> dispatch(const OpSpec& op, const std::vector<gearbo
   result.reserve(num_outputs);
   for (size_t i = 0; i < num_outputs; ++i) {
     if (!outs[i].is_tensor())
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INTERNAL, "eager op ", op.op_type, " did not produce output ", i));
+      throw_status(
+          gearbox::make_error(gearbox::ErrorCode::INTERNAL, "eager op ", op.op_type, " did not produce output ", i));
     result.push_back(std::move(outs[i].tensor()));
   }
+  // Graph mode's tracer records the op (frontend/graph/tracer.h).
+  if (TraceHook* hook = active_trace_hook()) hook->record(op, inputs, attrs, result);
   return result;
 }
 

@@ -1,7 +1,8 @@
 // The eager dispatcher: runs one ONNX (or com.gearbox) op on kernel-layer tensors by looking
 // up the KernelRegistry in the session's default engine priority (cpu.simd, cpu.dnnl, then
 // cpu.ref) exactly as the executor picks a node's kernel, so eager and graph runs share the
-// kernels. Autodiff-free: ops.h records the tape around it.
+// kernels. Autodiff-free: ops.h records the tape around it. While a trace is active
+// (frontend/graph/trace_hook.h) every op it ran is reported to the tracer.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "frontend/autodiff/gradient_registry.h"
+#include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
 
 namespace gbx::nn {
@@ -57,6 +58,11 @@ std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, g
 
 std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,
                                    std::vector<Tensor> outputs, FunctionBackward backward) {
+  // Its outputs were computed outside the dispatcher: a trace would see them as constants.
+  if (active_trace_hook())
+    throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED, "'", name,
+                                     "' (a step the dispatcher does not run, e.g. a collective) cannot be traced into "
+                                     "a graph; run it eagerly"));
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad = needs_grad || (t.defined() && t.impl()->requires_grad);
   if (!needs_grad || !g_grad_enabled) return outputs;

@@ -1,6 +1,7 @@
 // Dropout: a host-drawn keep mask multiplied in, so its gradient is Mul's (the same mask).
 #include <random>
 
+#include "frontend/graph/trace_hook.h"
 #include "frontend/ops/internal.h"
 #include "frontend/random.h"
 
@@ -11,6 +12,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "dropout: p = ", p,
                                      " must be in [0, 1) (p = 1 would drop everything)"));
   if (!training || p == 0.0) return x;
+  refuse_while_tracing("dropout in training mode",
+                       "its mask is drawn on the host, so the graph would drop the same elements on every run; "
+                       "call eval() on the module (or pass training = false) before tracing");
   std::bernoulli_distribution keep(1.0 - p);
   const double scale = 1.0 / (1.0 - p);
   // The mask in x's dtype (float32 or float64), so Mul needs no cast.

@@ -2,6 +2,7 @@
 // layer_norm (LayerNormalization-17), with torch's running-statistics convention.
 #include <cmath>
 
+#include "frontend/graph/trace_hook.h"
 #include "frontend/ops/internal.h"
 
 namespace gbx::nn {
@@ -68,6 +69,9 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   std::vector<Tensor> outs =
       apply({"BatchNormalization"}, {x, scale, shift, filled(x, {c}, 0.0), filled(x, {c}, 1.0)}, attrs, 3);
   if (training && running_mean.defined()) {
+    refuse_while_tracing("batch_norm in training mode",
+                         "it updates the running statistics on the host from this batch's; call eval() on the "
+                         "module before tracing (graph mode is for inference)");
     NoGradGuard no_grad;
     const double n = static_cast<double>(per_channel);
     update_running(running_mean, outs[1], momentum, 1.0);

@@ -1,0 +1,36 @@
+// The tracer: runs a function of nn::Tensors once, eagerly, with itself installed as the
+// thread's TraceHook, and turns what the dispatcher reported into a gearbox Model (graph IR):
+// the function's inputs become graph inputs, the tensors it read that no op produced become
+// initializers (named ones by their names), its outputs the graph outputs. Nodes that do not
+// lead to an output are dropped. Values are told apart by their storage (buffer address,
+// dtype, dims): the dispatcher sees kernel-layer tensors, and detach() or a wrapper of the
+// same buffer is the same value. Every tensor seen is held until the trace ends, so no address
+// is reused meanwhile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gearbox/nn_graph.hpp"
+#include "graph/ir.h"
+
+namespace gbx::nn {
+
+struct TraceResult {
+  gearbox::Model model;
+  std::vector<std::string> input_names, output_names;
+};
+
+TraceResult trace_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
+                           const TraceOptions& options);
+
+// The module's forward as a TensorFunction of one input, and its state_dict() as named tensors
+// (added to `options`).
+TensorFunction module_function(Module& module);
+void name_module_tensors(const Module& module, TraceOptions* options);
+
+struct TracedGraph::Impl {
+  TraceResult traced;
+};
+
+}  // namespace gbx::nn
