@@ -33,9 +33,26 @@ Status link_from_json(const nlohmann::json& j, const char* key, const std::strin
   return Status::OK();
 }
 
-double op_s(const Op& op, const Hardware& hw, double factor) {
-  double rate = hw.peak_flops * (op.matmul ? hw.matmul_efficiency : 1.0);
-  return factor * std::max(op.flops / rate, op.bytes / hw.memory_bandwidth);
+// The op's forward and backward time on the device's share of its compute: its fixed cost (one
+// in the forward pass, two in the backward) plus its FLOPs at the rate measured for that op
+// when the links file has one (a profile of this device's kernels), else its roofline with the
+// backward twice the forward.
+struct OpTime {
+  double forward = 0, backward = 0;
+};
+OpTime op_time(const Op& op, const Hardware& hw) {
+  OpTime t;
+  if (auto it = hw.op_rates.find(op.name); it != hw.op_rates.end()) {
+    t.forward = op.flops / it->second.forward;
+    t.backward = op.flops / it->second.backward;
+  } else {
+    double rate = hw.peak_flops * (op.matmul ? hw.matmul_efficiency : 1.0);
+    t.forward = std::max(op.flops / rate, op.bytes / hw.memory_bandwidth);
+    t.backward = 2 * t.forward;
+  }
+  t.forward = (t.forward + hw.op_overhead) / hw.compute_share;
+  t.backward = (t.backward + 2 * hw.op_overhead) / hw.compute_share;
+  return t;
 }
 
 }  // namespace
@@ -57,7 +74,28 @@ Result<Hardware> hardware_from_json(const nlohmann::json& j, const std::string& 
     GBX_RETURN_IF_ERROR(positive(d, "memory_bandwidth_gbs", 1e9, where + " device", &hw.memory_bandwidth));
     GBX_RETURN_IF_ERROR(positive(d, "matmul_efficiency", 1, where + " device", &hw.matmul_efficiency));
     GBX_RETURN_IF_ERROR(positive(d, "memory_gb", double(1 << 30), where + " device", &hw.memory_bytes));
+    GBX_RETURN_IF_ERROR(positive(d, "compute_share", 1, where + " device", &hw.compute_share));
+    if (d.contains("op_overhead_us")) {  // 0 is a fine overhead (the default)
+      const auto& v = d["op_overhead_us"];
+      if (!v.is_number() || !(v.get<double>() >= 0) || !(v.get<double>() < 1e9))
+        return invalid(where, "\"op_overhead_us\" must be a number >= 0, not " + v.dump());
+      hw.op_overhead = v.get<double>() * 1e-6;
+    }
+    if (d.contains("ops")) {
+      const auto& ops = d["ops"];
+      if (!ops.is_object()) return invalid(where, "\"device\".\"ops\" must be an object of op names");
+      for (const auto& [name, r] : ops.items()) {
+        if (!r.is_object()) return invalid(where, "\"ops\".\"" + name + "\" must be an object");
+        OpRate rate;
+        GBX_RETURN_IF_ERROR(positive(r, "forward_gflops", 1e9, where + " ops " + name, &rate.forward));
+        GBX_RETURN_IF_ERROR(positive(r, "backward_gflops", 1e9, where + " ops " + name, &rate.backward));
+        if (rate.forward <= 0 || rate.backward <= 0)
+          return invalid(where, "\"ops\".\"" + name + "\" needs \"forward_gflops\" and \"backward_gflops\"");
+        hw.op_rates[name] = rate;
+      }
+    }
     if (hw.matmul_efficiency > 1) return invalid(where, "\"matmul_efficiency\" must be in (0, 1]");
+    if (hw.compute_share > 1) return invalid(where, "\"compute_share\" must be in (0, 1]");
   }
   hw.source = where;
   return hw;
@@ -77,6 +115,9 @@ nlohmann::json hardware_to_json(const Hardware& hw) {
   auto link = [](const Link& l) {
     return nlohmann::json{{"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}};
   };
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [name, r] : hw.op_rates)
+    ops[name] = {{"forward_gflops", r.forward / 1e9}, {"backward_gflops", r.backward / 1e9}};
   return {{"devices_per_node", hw.devices_per_node},
           {"intra_node", link(hw.intra_node)},
           {"inter_node", link(hw.inter_node)},
@@ -84,7 +125,10 @@ nlohmann::json hardware_to_json(const Hardware& hw) {
            {{"peak_tflops", hw.peak_flops / 1e12},
             {"memory_bandwidth_gbs", hw.memory_bandwidth / 1e9},
             {"matmul_efficiency", hw.matmul_efficiency},
-            {"memory_gb", hw.memory_bytes / double(1 << 30)}}},
+            {"memory_gb", hw.memory_bytes / double(1 << 30)},
+            {"op_overhead_us", hw.op_overhead * 1e6},
+            {"compute_share", hw.compute_share},
+            {"ops", ops}}},
           {"source", hw.source}};
 }
 
@@ -115,11 +159,14 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
   std::vector<UnitCost> out;
   for (const Unit& u : units(spec, b, l.tp)) {
     UnitCost c;
-    double fwd = 0;
-    for (const Op& op : u.ops) fwd += op_s(op, hw, 1);
+    double fwd = 0, bwd = 0;
+    for (const Op& op : u.ops) {
+      const OpTime t = op_time(op, hw);
+      fwd += t.forward, bwd += t.backward;
+    }
     c.tp_comm_s = 2 * u.tp_allreduces * tp_allreduce;  // as many backward as forward
     c.forward_s = fwd + u.tp_allreduces * tp_allreduce;
-    c.backward_s = 2 * fwd + u.tp_allreduces * tp_allreduce + (l.recompute ? fwd : 0);
+    c.backward_s = bwd + u.tp_allreduces * tp_allreduce + (l.recompute ? fwd : 0);
     const double params = double(u.params) / l.tp;
     c.fixed.weights = params * spec.dtype_bytes;
     c.fixed.gradients = params * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
@@ -239,7 +286,7 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
       working = std::max(working, c.working_bytes);
       params += c.fixed.weights / spec.dtype_bytes;
     }
-    if (s == l.pp - 1 && l.pp > 1) {
+    if (s == l.pp - 1 && l.pp > 1 && spec.tied_embeddings) {
       // The logits' weight is the embedding's: the last stage keeps a copy (and its gradient
       // and optimizer state), reduced with the first stage's each step.
       const double tied = double(spec.vocab) * spec.hidden / l.tp;
@@ -269,7 +316,8 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
   // Adam reads the gradient and writes the weight (2 x dtype), and reads and writes its
   // optimizer state (2 x optimizer bytes), for the parameters this rank updates.
   const double updated = params_max / (l.zero >= 1 ? l.dp : 1);
-  e.optimizer_s = updated * (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) / hw.memory_bandwidth;
+  e.optimizer_s = updated * (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) / hw.memory_bandwidth /
+                  hw.compute_share;
   e.step_s = e.pipeline_s + e.dp_comm_s + e.optimizer_s;
   return e;
 }

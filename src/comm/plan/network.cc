@@ -14,7 +14,11 @@ int64_t TransformerSpec::params_per_block() const {
 
 int64_t TransformerSpec::embedding_params() const { return vocab * hidden + seq * hidden; }
 
-int64_t TransformerSpec::total_params() const { return layers * params_per_block() + embedding_params() + 2 * hidden; }
+int64_t TransformerSpec::head_params() const { return 2 * hidden + (tied_embeddings ? 0 : vocab * hidden); }
+
+int64_t TransformerSpec::total_params() const {
+  return layers * params_per_block() + embedding_params() + head_params();
+}
 
 namespace {
 
@@ -61,7 +65,7 @@ Unit head_unit(const TransformerSpec& sp, int64_t b, int t) {
   const double e = sp.dtype_bytes, T = double(b) * sp.seq, h = double(sp.hidden), V = double(sp.vocab);
   Unit u;
   u.kind = Unit::Kind::kHead;
-  u.params = 2 * sp.hidden;  // the final LayerNorm; the logits reuse the embedding's weight
+  u.params = sp.head_params();  // the final LayerNorm, and the logits' weight unless tied to the embedding
   u.ops = {
       {"layer_norm_final", 5 * T * h, e * 2 * T * h, false},
       {"logits", 2 * T * h * V / t, e * (T * h + V * h / t + T * V / t), true},
@@ -155,6 +159,10 @@ Result<TransformerSpec> network_from_json(const nlohmann::json& j, const std::st
   if (dtype == "bf16" || dtype == "fp16") sp.dtype_bytes = 2;
   else if (dtype == "fp32") sp.dtype_bytes = 4;
   else return invalid(where, "\"dtype\" must be \"bf16\", \"fp16\" or \"fp32\", not \"" + dtype + "\"");
+  if (j.contains("tied_embeddings")) {
+    if (!j["tied_embeddings"].is_boolean()) return invalid(where, "\"tied_embeddings\" must be true or false");
+    sp.tied_embeddings = j["tied_embeddings"].get<bool>();
+  }
   return sp;
 }
 
@@ -178,6 +186,7 @@ nlohmann::json network_to_json(const TransformerSpec& sp) {
           {"seq", sp.seq},
           {"global_batch", sp.global_batch},
           {"dtype", sp.dtype_bytes == 2 ? "bf16" : "fp32"},
+          {"tied_embeddings", sp.tied_embeddings},
           {"parameters", sp.total_params()}};
 }
 
