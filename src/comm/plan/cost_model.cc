@@ -156,6 +156,7 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
   const Link& tp_link = group_link(hw, l.tp, 1);
   const double act = double(spec.dtype_bytes) * b * spec.seq * spec.hidden;  // one activation
   const double tp_allreduce = allreduce_s(act, l.tp, tp_link);
+  const double tp_token_allreduce = allreduce_s(4.0 * b * spec.seq, l.tp, tp_link);  // fp32 per token
   std::vector<UnitCost> out;
   for (const Unit& u : units(spec, b, l.tp)) {
     UnitCost c;
@@ -164,9 +165,12 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
       const OpTime t = op_time(op, hw);
       fwd += t.forward, bwd += t.backward;
     }
-    c.tp_comm_s = 2 * u.tp_allreduces * tp_allreduce;  // as many backward as forward
-    c.forward_s = fwd + u.tp_allreduces * tp_allreduce;
-    c.backward_s = bwd + u.tp_allreduces * tp_allreduce + (l.recompute ? fwd : 0);
+    const double comm_f = u.tp_allreduces_forward * tp_allreduce + u.tp_token_allreduces * tp_token_allreduce;
+    const double comm_b = u.tp_allreduces_backward * tp_allreduce;
+    c.tp_comm_s = comm_f + comm_b;
+    c.forward_s = fwd + comm_f;
+    // Recomputation replays the forward, its allreduces included.
+    c.backward_s = bwd + comm_b + (l.recompute ? fwd + comm_f : 0);
     const double params = double(u.params) / l.tp;
     c.fixed.weights = params * spec.dtype_bytes;
     c.fixed.gradients = params * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);

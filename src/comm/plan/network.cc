@@ -42,7 +42,9 @@ Unit block_unit(const TransformerSpec& sp, int64_t b, int t) {
       {"mlp_down", 2 * T * f * h / t, e * (T * f / t + f * h / t + T * h), true},
       {"residual", T * h, e * 3 * T * h, false},
   };
-  u.tp_allreduces = t > 1 ? 2 : 0;
+  // Forward: the row-parallel projection's and MLP's sums; backward: the input gradients of the
+  // column-parallel QKV and MLP.
+  u.tp_allreduces_forward = u.tp_allreduces_backward = t > 1 ? 2 : 0;
   // Korthikanti et al.: s b h (10 + 24/t + 5 a s / (h t)) bytes with 2-byte activations.
   u.activation_bytes = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t)) * (e / 2);
   u.input_bytes = e * T * h;
@@ -55,7 +57,7 @@ Unit embedding_unit(const TransformerSpec& sp, int64_t b, int t) {
   u.kind = Unit::Kind::kEmbedding;
   u.params = sp.embedding_params();
   u.ops = {{"embedding", T * h, e * 3 * T * h, false}};
-  u.tp_allreduces = t > 1 ? 1 : 0;  // vocabulary-parallel lookup: partial rows summed
+  u.tp_allreduces_forward = t > 1 ? 1 : 0;  // vocabulary-parallel lookup: partial rows summed (no backward one)
   u.activation_bytes = e * T * h;
   u.input_bytes = 8 * T;  // int64 token ids
   return u;
@@ -71,7 +73,10 @@ Unit head_unit(const TransformerSpec& sp, int64_t b, int t) {
       {"logits", 2 * T * h * V / t, e * (T * h + V * h / t + T * V / t), true},
       {"cross_entropy", 5 * T * V / t, 4 * 2 * T * V / t, false},  // fp32 logits
   };
-  u.tp_allreduces = 0;  // vocabulary-parallel cross-entropy reduces T floats only
+  // The column-parallel logits' input gradient (backward); the vocabulary-parallel
+  // cross-entropy reduces three floats per token (forward).
+  u.tp_allreduces_backward = t > 1 ? 1 : 0;
+  u.tp_token_allreduces = t > 1 ? 3 : 0;
   u.activation_bytes = 4 * T * V / t + e * T * h;
   u.input_bytes = e * T * h;
   return u;

@@ -63,7 +63,10 @@ struct Unit {
   enum class Kind { kEmbedding, kBlock, kHead } kind = Kind::kBlock;
   int64_t params = 0;           // whole (before the tensor-parallel split)
   std::vector<Op> ops;          // forward ops, already divided by the tensor-parallel degree
-  int tp_allreduces = 0;        // forward allreduces of one activation (backward has as many)
+  // Tensor-parallel allreduces per micro-batch (none when tp = 1): of one activation [b, s, h]
+  // in the forward and in the backward pass, and of one float per token (the vocabulary-
+  // parallel cross-entropy's max, sum of exponentials and target logit) in the forward pass.
+  int tp_allreduces_forward = 0, tp_allreduces_backward = 0, tp_token_allreduces = 0;
   double activation_bytes = 0;  // kept for the backward pass, per micro-batch, per rank
   double input_bytes = 0;       // the unit's input, per micro-batch (kept under recomputation)
 };
