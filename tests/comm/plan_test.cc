@@ -224,6 +224,27 @@ TEST(Plan, OpOverheadAndComputeShareCostWhatTheySay) {
         << bad.dump();
 }
 
+// Ranks sharing cores compute faster while other stages wait. Played by hand: two stages,
+// forward 1 and backward 2 core-seconds, half a core each when both compute (share 0.5).
+TEST(Plan, SharedCoresPipelineMatchesAHandPlayedTimeline) {
+  const std::vector<double> f{1, 1}, b{2, 2}, none{0, 0};
+  // One micro-batch: never two stages at once, each at a whole core: 1 + 1 + 2 + 2.
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, none, b, none, 0, 1, Schedule::kGPipe, 0.5), 6);
+  // GPipe, 2 micro-batches: F0 on stage 0 alone (0-1); F1 on stage 0 and F0 on stage 1 together
+  // at half speed (1-3); F1 on stage 1 alone (3-4); B0 on stage 1 alone (4-6); B1 on stage 1
+  // and B0 on stage 0 together (6-10); B1 on stage 0 alone (10-12).
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, none, b, none, 0, 2, Schedule::kGPipe, 0.5), 12);
+  // Communication occupies no core: stage 0's forward ends its allreduce 0.5 later.
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, {0.5, 0}, b, none, 0, 1, Schedule::kGPipe, 0.5), 6.5);
+  // With whole cores it is the plain simulation, for uneven stages and both schedules.
+  const std::vector<double> uf{1, 2, 0.5}, ub{2, 4, 1}, zero{0, 0, 0};
+  for (Schedule s : {Schedule::kGPipe, Schedule::k1F1B})
+    for (int64_t m : {1, 3, 8})
+      EXPECT_NEAR(simulate_shared_pipeline(uf, zero, ub, zero, 0.25, m, s, 1.0), simulate_pipeline(uf, ub, 0.25, m, s),
+                  1e-9)
+          << schedule_name(s) << " m " << m;
+}
+
 // An untied head (the logits' own vocab x hidden weight) counts those parameters, and a
 // pipeline's last stage then keeps no copy of the embedding.
 TEST(Plan, UntiedHeadHasItsOwnWeight) {

@@ -113,10 +113,11 @@ struct Estimate {
 // included), and its memory, for a layout's tensor-parallel degree and micro-batch.
 struct UnitCost {
   double forward_s = 0, backward_s = 0, tp_comm_s = 0;
-  double static_bytes = 0;      // weights + gradients + optimizer state per rank
-  Memory fixed;                 // the same, split
-  double activation_bytes = 0;  // kept per micro-batch in flight
-  double working_bytes = 0;     // transient (recomputation rebuilds one unit at a time)
+  double forward_comm_s = 0, backward_comm_s = 0;  // the parts of forward_s, backward_s that are allreduces
+  double static_bytes = 0;                         // weights + gradients + optimizer state per rank
+  Memory fixed;                                    // the same, split
+  double activation_bytes = 0;                     // kept per micro-batch in flight
+  double working_bytes = 0;                        // transient (recomputation rebuilds one unit at a time)
 };
 std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw, const Layout& layout);
 
@@ -127,6 +128,15 @@ int64_t in_flight(Schedule s, int stage, int pp, int64_t micro_batches);
 // backward in backward_s[i]; crossing a stage boundary takes p2p_s. Returns the makespan.
 double simulate_pipeline(const std::vector<double>& forward_s, const std::vector<double>& backward_s, double p2p_s,
                          int64_t micro_batches, Schedule schedule);
+
+// The same on devices that share cores (Hardware::compute_share < 1): stage i's ops compute
+// `work` seconds at a whole core's speed, then communicate for `comm` seconds (not computing).
+// While k of the pp stages compute, each progresses at min(1, share x pp / k) of a core's speed
+// (every data- and tensor-parallel replica of a stage computes at the same time), so a stage
+// computes at `share` when all do and faster in the pipeline's bubbles, when the others wait.
+double simulate_shared_pipeline(const std::vector<double>& forward_work, const std::vector<double>& forward_comm,
+                                const std::vector<double>& backward_work, const std::vector<double>& backward_comm,
+                                double p2p_s, int64_t micro_batches, Schedule schedule, double share);
 
 // The estimate of a layout whose stage_units are set. INVALID_ARGUMENT when the layout does
 // not fit the network (degrees that do not divide, stages that do not cover the units).

@@ -61,8 +61,8 @@ struct Op {
 
 struct Unit {
   enum class Kind { kEmbedding, kBlock, kHead } kind = Kind::kBlock;
-  int64_t params = 0;           // whole (before the tensor-parallel split)
-  std::vector<Op> ops;          // forward ops, already divided by the tensor-parallel degree
+  int64_t params = 0;   // whole (before the tensor-parallel split)
+  std::vector<Op> ops;  // forward ops, already divided by the tensor-parallel degree
   // Tensor-parallel allreduces per micro-batch (none when tp = 1): of one activation [b, s, h]
   // in the forward and in the backward pass, and of one float per token (the vocabulary-
   // parallel cross-entropy's max, sum of exponentials and target logit) in the forward pass.
