@@ -353,8 +353,8 @@ int calibrate(int argc, char** argv) {
   });
   const double overhead = block_s / (3.0 * ops);
 
-  // The profile: the network's layers at its shapes (micro-batches of 1 and of a quarter of the
-  // batch, tp = 1), forward and forward + backward, grouped by the cost model's ops they
+  // The profile: the network's layers at its shapes (micro-batches of 1 sequence, a quarter of
+  // the batch and the whole batch, tp = 1), forward and forward + backward, grouped by the cost model's ops they
   // compute. Each group's time, less the fixed cost of its ops, over the FLOPs the model counts
   // for them, is the rate of each op in the group (the ops of a group scale alike with the
   // micro-batch and the tensor-parallel split, so one rate prices their sum exactly).
@@ -369,7 +369,7 @@ int calibrate(int argc, char** argv) {
       {"embedding", {{"embedding"}}},
       {"head", {{"layer_norm_final", "logits", "cross_entropy"}}}};
   const int64_t h = sp.hidden;
-  for (int64_t b : {int64_t{1}, std::max<int64_t>(1, sp.global_batch / 4)}) {
+  for (int64_t b : {int64_t{1}, std::max<int64_t>(1, sp.global_batch / 4), sp.global_batch}) {
     std::map<std::string, double> op_flops;
     for (const plan::Unit& u : plan::units(sp, b, 1))
       for (const plan::Op& op : u.ops) op_flops[op.name] = op.flops;
@@ -406,8 +406,8 @@ int calibrate(int argc, char** argv) {
       // Gradients of the outputs' shapes, made once (not timed).
       std::vector<nn::Tensor> grads;
       for (const nn::Tensor& o : fwd()) grads.push_back(o.rank() == 0 ? nn::Tensor() : nn::Tensor::randn(o.shape()));
-      const double f_s = median_s(7, [&] { fwd(); });
-      const double fb_s = median_s(7, [&] {
+      const double f_s = median_s(15, [&] { fwd(); });
+      const double fb_s = median_s(15, [&] {
         std::vector<nn::Tensor> outs = fwd();
         for (size_t i = 0; i < outs.size(); ++i) outs[i].backward(grads[i]);
       });
