@@ -10,8 +10,11 @@
 //       trains the network in that layout (UNITS: the units per stage, "2,2,2"), rank 0 prints
 //       one JSON line: per-step wall times and losses
 //   gearbox_bench_parallel_layouts calibrate NETWORK.json
-//       this process's single-thread matmul rate, memory bandwidth and the framework's fixed
-//       cost per op, as JSON (calibrate.py writes them into a links file)
+//       this process's single-thread matmul rate, memory bandwidth, the framework's fixed
+//       cost per op and a profile of the network's layers, as JSON (calibrate.py writes them
+//       into a links file)
+//   gearbox launch -n 4 -- gearbox_bench_parallel_layouts sync [ITERS]
+//       the extra cost of a collective between ranks that were computing (sharing cores)
 //
 // The network is the planner's (comm/plan/network.h) built from the framework's layers:
 // a vocabulary-parallel embedding plus learned positions; pre-norm blocks x + attn(LN(x)) with a
@@ -436,6 +439,50 @@ int calibrate(int argc, char** argv) {
   return 0;
 }
 
+// ---- sync: what a collective costs between ranks that were computing ---------------------
+
+// Under gearbox launch: every rank alternates a compute segment (matrix products) with a small
+// allreduce of all ranks, and times three loops of `iters`: compute alone, the allreduce alone
+// (back to back, as bench/allreduce times it) and the two alternating. On a host whose ranks
+// share cores, the third costs more than the sum of the first two: a rank that a message wakes
+// waits for a core the computing ranks hold. Rank 0 prints the extra per collective.
+int sync(int argc, char** argv) {
+  const int iters = argc > 2 ? std::stoi(argv[2]) : 40;
+  auto joined = gearbox::comm::join_job();
+  if (!joined.ok()) {
+    std::cerr << joined.status().to_string() << "\n";
+    return 1;
+  }
+  auto& job = **joined;
+  gearbox::comm::Communicator& world = *job.world;
+  nn::manual_seed(0);
+  nn::NoGradGuard no_grad;
+  nn::Tensor a = nn::Tensor::randn({512, 128}), w = nn::Tensor::randn({128, 512});
+  gearbox::Tensor small(gearbox::DType::F32, {1024});
+  auto compute = [&] {
+    for (int i = 0; i < 4; ++i) nn::matmul(a, w);
+  };
+  auto allreduce = [&] { check(world.allreduce(small)); };
+  auto loop = [&](auto body) {
+    check(world.barrier());
+    const double t0 = now_s();
+    for (int i = 0; i < iters; ++i) body();
+    check(world.barrier());
+    return (now_s() - t0) / iters;
+  };
+  loop([&] { compute(), allreduce(); });  // warm-up
+  const double c = loop(compute), r = loop(allreduce), both = loop([&] { compute(), allreduce(); });
+  if (job.env.rank == 0)
+    std::cout << json{{"ranks", job.env.size},
+                      {"compute_ms", c * 1e3},
+                      {"allreduce_ms", r * 1e3},
+                      {"alternating_ms", both * 1e3},
+                      {"sync_overhead_us", std::max(0.0, both - c - r) * 1e6}}
+                     .dump()
+              << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -444,6 +491,7 @@ int main(int argc, char** argv) {
     if (mode == "run") return run(argc, argv);
     if (mode == "predict") return predict(argc, argv);
     if (mode == "calibrate") return calibrate(argc, argv);
+    if (mode == "sync") return sync(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "gearbox_bench_parallel_layouts " << mode << ": " << e.what() << "\n";
     return 1;
