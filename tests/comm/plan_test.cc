@@ -168,6 +168,112 @@ TEST(Plan, SmallClusterAvoidsPlainDataParallelismThatDoesNotFit) {
   EXPECT_LE(r->best.front().estimate.memory.total(), o.memory_limit);
 }
 
+// The calibrated figures of a host whose ranks are processes (bench/plan/this_machine.json): a
+// fixed cost per op, the share of a core each rank gets and measured per-op rates.
+TEST(Plan, OpOverheadAndComputeShareCostWhatTheySay) {
+  TransformerSpec sp = builtin_network("gpt-tiny").value();
+  Hardware hw = test_hardware();
+  hw.peak_flops = hw.memory_bandwidth = 1e30;  // arithmetic free: only the fixed costs remain
+  hw.op_overhead = 10e-6;
+  Layout l;
+  l.micro_batches = 2;
+  const std::vector<UnitCost> c = unit_costs(sp, hw, l);
+  const std::vector<Unit> u = units(sp, sp.global_batch / 2, 1);
+  ASSERT_EQ(c.size(), u.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_NEAR(c[i].forward_s, 10e-6 * double(u[i].ops.size()), 1e-15) << i;
+    EXPECT_NEAR(c[i].backward_s, 2 * 10e-6 * double(u[i].ops.size()), 1e-15) << i;
+  }
+  // Half a core per rank: one process's step (no communication) takes twice as long.
+  hw = test_hardware();
+  l.stage_units = {int(sp.layers) + 2};
+  const double whole = estimate(sp, hw, l).value().step_s;
+  hw.compute_share = 0.5;
+  EXPECT_NEAR(estimate(sp, hw, l).value().step_s / whole, 2.0, 1e-12);
+  // A measured rate for an op replaces its roofline, forward and backward apart: only the MLP's
+  // activation changes, by its FLOPs at those rates (the block is unit 1).
+  const double before_f = c[1].forward_s, before_b = c[1].backward_s;
+  hw = test_hardware();
+  hw.peak_flops = hw.memory_bandwidth = 1e30;
+  hw.op_overhead = 10e-6;
+  hw.op_rates["gelu"] = {2e9, 0.5e9};
+  const std::vector<UnitCost> g = unit_costs(sp, hw, l);
+  double gelu_flops = 0;
+  for (const Op& op : u[1].ops)
+    if (op.name == "gelu") gelu_flops = op.flops;
+  ASSERT_GT(gelu_flops, 0);
+  EXPECT_NEAR(g[1].forward_s - before_f, gelu_flops / 2e9, 1e-12);
+  EXPECT_NEAR(g[1].backward_s - before_b, gelu_flops / 0.5e9, 1e-12);
+  EXPECT_DOUBLE_EQ(g[0].forward_s, c[0].forward_s);  // the embedding has no GELU
+  // From a links file, and refused out of range.
+  auto parsed = hardware_from_json({{"device",
+                                     {{"op_overhead_us", 12.5},
+                                      {"compute_share", 0.25},
+                                      {"ops", {{"gelu", {{"forward_gflops", 2}, {"backward_gflops", 0.5}}}}}}}},
+                                   "links.json", test_hardware());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_DOUBLE_EQ(parsed->op_overhead, 12.5e-6);
+  EXPECT_DOUBLE_EQ(parsed->compute_share, 0.25);
+  ASSERT_EQ(parsed->op_rates.count("gelu"), 1u);
+  EXPECT_DOUBLE_EQ(parsed->op_rates.at("gelu").backward, 0.5e9);
+  for (auto bad : {nlohmann::json{{"op_overhead_us", -1}}, nlohmann::json{{"compute_share", 2}},
+                   nlohmann::json{{"compute_share", 0}}, nlohmann::json{{"ops", {{"gelu", {{"forward_gflops", 1}}}}}},
+                   nlohmann::json{{"ops", {{"gelu", 3}}}}})
+    EXPECT_EQ(hardware_from_json({{"device", bad}}, "links.json", test_hardware()).status().code(),
+              ErrorCode::PLAN_SPEC_INVALID)
+        << bad.dump();
+}
+
+// Ranks sharing cores compute faster while other stages wait. Played by hand: two stages,
+// forward 1 and backward 2 core-seconds, half a core each when both compute (share 0.5).
+TEST(Plan, SharedCoresPipelineMatchesAHandPlayedTimeline) {
+  const std::vector<double> f{1, 1}, b{2, 2}, none{0, 0};
+  // One micro-batch: never two stages at once, each at a whole core: 1 + 1 + 2 + 2.
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, none, b, none, 0, 1, Schedule::kGPipe, 0.5), 6);
+  // GPipe, 2 micro-batches: F0 on stage 0 alone (0-1); F1 on stage 0 and F0 on stage 1 together
+  // at half speed (1-3); F1 on stage 1 alone (3-4); B0 on stage 1 alone (4-6); B1 on stage 1
+  // and B0 on stage 0 together (6-10); B1 on stage 0 alone (10-12).
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, none, b, none, 0, 2, Schedule::kGPipe, 0.5), 12);
+  // Communication occupies no core: stage 0's forward ends its allreduce 0.5 later.
+  EXPECT_DOUBLE_EQ(simulate_shared_pipeline(f, {0.5, 0}, b, none, 0, 1, Schedule::kGPipe, 0.5), 6.5);
+  // With whole cores it is the plain simulation, for uneven stages and both schedules.
+  const std::vector<double> uf{1, 2, 0.5}, ub{2, 4, 1}, zero{0, 0, 0};
+  for (Schedule s : {Schedule::kGPipe, Schedule::k1F1B})
+    for (int64_t m : {1, 3, 8})
+      EXPECT_NEAR(simulate_shared_pipeline(uf, zero, ub, zero, 0.25, m, s, 1.0), simulate_pipeline(uf, ub, 0.25, m, s),
+                  1e-9)
+          << schedule_name(s) << " m " << m;
+}
+
+// An untied head (the logits' own vocab x hidden weight) counts those parameters, and a
+// pipeline's last stage then keeps no copy of the embedding.
+TEST(Plan, UntiedHeadHasItsOwnWeight) {
+  nlohmann::json j{{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"vocab", 100}, {"seq", 8}, {"global_batch", 4}};
+  const TransformerSpec tied = network_from_json(j, "net.json").value();
+  j["tied_embeddings"] = false;
+  const TransformerSpec untied = network_from_json(j, "net.json").value();
+  EXPECT_EQ(untied.total_params() - tied.total_params(), 100 * 64);
+  Layout l;
+  l.pp = 2, l.dp = 2;
+  l.stage_units = {1, 3};  // the embedding | both blocks and the head: the larger stage
+  const Hardware hw = test_hardware();
+  // The last stage holds two blocks, the final LayerNorm and a vocab x hidden matrix: the
+  // embedding's copy when tied, the head's own weight when not (never both).
+  const double last = 2 * double(tied.params_per_block()) + 2 * 64 + 100 * 64;
+  const double want = allreduce_s(last * tied.dtype_bytes, 2, group_link(hw, 2, 1));
+  EXPECT_DOUBLE_EQ(estimate(tied, hw, l).value().dp_comm_s, want);
+  EXPECT_DOUBLE_EQ(estimate(untied, hw, l).value().dp_comm_s, want);
+  EXPECT_FALSE(network_from_json({{"layers", 2},
+                                  {"hidden", 64},
+                                  {"heads", 4},
+                                  {"vocab", 100},
+                                  {"seq", 8},
+                                  {"global_batch", 4},
+                                  {"tied_embeddings", "no"}},
+                                 "net.json")
+                   .ok());
+}
+
 TEST(Plan, BadSpecsAndImpossibleLimitsSayWhy) {
   auto missing = network_from_json({{"layers", 2}, {"hidden", 64}}, "net.json");
   ASSERT_FALSE(missing.ok());

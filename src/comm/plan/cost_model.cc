@@ -33,9 +33,26 @@ Status link_from_json(const nlohmann::json& j, const char* key, const std::strin
   return Status::OK();
 }
 
-double op_s(const Op& op, const Hardware& hw, double factor) {
-  double rate = hw.peak_flops * (op.matmul ? hw.matmul_efficiency : 1.0);
-  return factor * std::max(op.flops / rate, op.bytes / hw.memory_bandwidth);
+// The op's forward and backward time on the device's share of its compute: its fixed cost (one
+// in the forward pass, two in the backward) plus its FLOPs at the rate measured for that op
+// when the links file has one (a profile of this device's kernels), else its roofline with the
+// backward twice the forward.
+struct OpTime {
+  double forward = 0, backward = 0;
+};
+OpTime op_time(const Op& op, const Hardware& hw) {
+  OpTime t;
+  if (auto it = hw.op_rates.find(op.name); it != hw.op_rates.end()) {
+    t.forward = op.flops / it->second.forward;
+    t.backward = op.flops / it->second.backward;
+  } else {
+    double rate = hw.peak_flops * (op.matmul ? hw.matmul_efficiency : 1.0);
+    t.forward = std::max(op.flops / rate, op.bytes / hw.memory_bandwidth);
+    t.backward = 2 * t.forward;
+  }
+  t.forward = (t.forward + hw.op_overhead) / hw.compute_share;
+  t.backward = (t.backward + 2 * hw.op_overhead) / hw.compute_share;
+  return t;
 }
 
 }  // namespace
@@ -57,7 +74,28 @@ Result<Hardware> hardware_from_json(const nlohmann::json& j, const std::string& 
     GBX_RETURN_IF_ERROR(positive(d, "memory_bandwidth_gbs", 1e9, where + " device", &hw.memory_bandwidth));
     GBX_RETURN_IF_ERROR(positive(d, "matmul_efficiency", 1, where + " device", &hw.matmul_efficiency));
     GBX_RETURN_IF_ERROR(positive(d, "memory_gb", double(1 << 30), where + " device", &hw.memory_bytes));
+    GBX_RETURN_IF_ERROR(positive(d, "compute_share", 1, where + " device", &hw.compute_share));
+    if (d.contains("op_overhead_us")) {  // 0 is a fine overhead (the default)
+      const auto& v = d["op_overhead_us"];
+      if (!v.is_number() || !(v.get<double>() >= 0) || !(v.get<double>() < 1e9))
+        return invalid(where, "\"op_overhead_us\" must be a number >= 0, not " + v.dump());
+      hw.op_overhead = v.get<double>() * 1e-6;
+    }
+    if (d.contains("ops")) {
+      const auto& ops = d["ops"];
+      if (!ops.is_object()) return invalid(where, "\"device\".\"ops\" must be an object of op names");
+      for (const auto& [name, r] : ops.items()) {
+        if (!r.is_object()) return invalid(where, "\"ops\".\"" + name + "\" must be an object");
+        OpRate rate;
+        GBX_RETURN_IF_ERROR(positive(r, "forward_gflops", 1e9, where + " ops " + name, &rate.forward));
+        GBX_RETURN_IF_ERROR(positive(r, "backward_gflops", 1e9, where + " ops " + name, &rate.backward));
+        if (rate.forward <= 0 || rate.backward <= 0)
+          return invalid(where, "\"ops\".\"" + name + "\" needs \"forward_gflops\" and \"backward_gflops\"");
+        hw.op_rates[name] = rate;
+      }
+    }
     if (hw.matmul_efficiency > 1) return invalid(where, "\"matmul_efficiency\" must be in (0, 1]");
+    if (hw.compute_share > 1) return invalid(where, "\"compute_share\" must be in (0, 1]");
   }
   hw.source = where;
   return hw;
@@ -77,6 +115,9 @@ nlohmann::json hardware_to_json(const Hardware& hw) {
   auto link = [](const Link& l) {
     return nlohmann::json{{"bandwidth_gbs", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}};
   };
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [name, r] : hw.op_rates)
+    ops[name] = {{"forward_gflops", r.forward / 1e9}, {"backward_gflops", r.backward / 1e9}};
   return {{"devices_per_node", hw.devices_per_node},
           {"intra_node", link(hw.intra_node)},
           {"inter_node", link(hw.inter_node)},
@@ -84,7 +125,10 @@ nlohmann::json hardware_to_json(const Hardware& hw) {
            {{"peak_tflops", hw.peak_flops / 1e12},
             {"memory_bandwidth_gbs", hw.memory_bandwidth / 1e9},
             {"matmul_efficiency", hw.matmul_efficiency},
-            {"memory_gb", hw.memory_bytes / double(1 << 30)}}},
+            {"memory_gb", hw.memory_bytes / double(1 << 30)},
+            {"op_overhead_us", hw.op_overhead * 1e6},
+            {"compute_share", hw.compute_share},
+            {"ops", ops}}},
           {"source", hw.source}};
 }
 
@@ -112,14 +156,23 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
   const Link& tp_link = group_link(hw, l.tp, 1);
   const double act = double(spec.dtype_bytes) * b * spec.seq * spec.hidden;  // one activation
   const double tp_allreduce = allreduce_s(act, l.tp, tp_link);
+  const double tp_token_allreduce = allreduce_s(4.0 * b * spec.seq, l.tp, tp_link);  // fp32 per token
   std::vector<UnitCost> out;
   for (const Unit& u : units(spec, b, l.tp)) {
     UnitCost c;
-    double fwd = 0;
-    for (const Op& op : u.ops) fwd += op_s(op, hw, 1);
-    c.tp_comm_s = 2 * u.tp_allreduces * tp_allreduce;  // as many backward as forward
-    c.forward_s = fwd + u.tp_allreduces * tp_allreduce;
-    c.backward_s = 2 * fwd + u.tp_allreduces * tp_allreduce + (l.recompute ? fwd : 0);
+    double fwd = 0, bwd = 0;
+    for (const Op& op : u.ops) {
+      const OpTime t = op_time(op, hw);
+      fwd += t.forward, bwd += t.backward;
+    }
+    const double comm_f = u.tp_allreduces_forward * tp_allreduce + u.tp_token_allreduces * tp_token_allreduce;
+    const double comm_b = u.tp_allreduces_backward * tp_allreduce;
+    c.tp_comm_s = comm_f + comm_b;
+    c.forward_comm_s = comm_f;
+    c.backward_comm_s = comm_b + (l.recompute ? comm_f : 0);
+    c.forward_s = fwd + comm_f;
+    // Recomputation replays the forward, its allreduces included.
+    c.backward_s = bwd + comm_b + (l.recompute ? fwd + comm_f : 0);
     const double params = double(u.params) / l.tp;
     c.fixed.weights = params * spec.dtype_bytes;
     c.fixed.gradients = params * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
@@ -132,13 +185,13 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
   return out;
 }
 
-double simulate_pipeline(const std::vector<double>& fwd, const std::vector<double>& bwd, double p2p, int64_t m,
-                         Schedule schedule) {
-  const int pp = int(fwd.size());
-  // Each stage's ops in order: +j is micro-batch j's forward, -(j+1) its backward.
-  std::vector<std::vector<int64_t>> order(pp);
+namespace {
+
+// Each stage's ops in order: +j is micro-batch j's forward, -(j+1) its backward.
+std::vector<std::vector<int64_t>> schedule_orders(int pp, int64_t m, Schedule schedule) {
+  std::vector<std::vector<int64_t>> order(static_cast<size_t>(pp));
   for (int i = 0; i < pp; ++i) {
-    auto& o = order[i];
+    auto& o = order[size_t(i)];
     o.reserve(size_t(2 * m));
     if (schedule == Schedule::kGPipe) {
       for (int64_t j = 0; j < m; ++j) o.push_back(j);
@@ -153,6 +206,15 @@ double simulate_pipeline(const std::vector<double>& fwd, const std::vector<doubl
       for (int64_t j = m - warm; j < m; ++j) o.push_back(-(j + 1));
     }
   }
+  return order;
+}
+
+}  // namespace
+
+double simulate_pipeline(const std::vector<double>& fwd, const std::vector<double>& bwd, double p2p, int64_t m,
+                         Schedule schedule) {
+  const int pp = int(fwd.size());
+  const std::vector<std::vector<int64_t>> order = schedule_orders(pp, m, schedule);
   const double unknown = -1;
   std::vector<std::vector<double>> end_f(pp, std::vector<double>(size_t(m), unknown)),
       end_b(pp, std::vector<double>(size_t(m), unknown));
@@ -199,6 +261,93 @@ double simulate_pipeline(const std::vector<double>& fwd, const std::vector<doubl
   return makespan;
 }
 
+double simulate_shared_pipeline(const std::vector<double>& fw, const std::vector<double>& fc,
+                                const std::vector<double>& bw, const std::vector<double>& bc, double p2p, int64_t m,
+                                Schedule schedule, double share) {
+  const int pp = int(fw.size());
+  const std::vector<std::vector<int64_t>> order = schedule_orders(pp, m, schedule);
+  const double unknown = -1, inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> end_f(size_t(pp), std::vector<double>(size_t(m), unknown)),
+      end_b(size_t(pp), std::vector<double>(size_t(m), unknown));
+  // Per stage: the op in progress (next[i] indexes order[i]), its remaining work (core-seconds)
+  // and, once computed, when its communication ends.
+  enum class Phase { kWaiting, kComputing, kCommunicating, kDone };
+  std::vector<Phase> phase(size_t(pp), Phase::kWaiting);
+  std::vector<size_t> next(size_t(pp), 0);
+  std::vector<double> work(size_t(pp), 0), comm_end(size_t(pp), 0);
+  double now = 0;
+  auto ready_at = [&](int i) {  // when stage i's next op may start; unknown while a dependency runs
+    const int64_t op = order[size_t(i)][next[size_t(i)]];
+    if (op >= 0) {
+      if (i == 0) return 0.0;
+      const double e = end_f[size_t(i - 1)][size_t(op)];
+      return e == unknown ? unknown : e + p2p;
+    }
+    const int64_t j = -op - 1;
+    if (i + 1 == pp) return end_f[size_t(i)][size_t(j)];
+    const double e = end_b[size_t(i + 1)][size_t(j)];
+    return e == unknown ? unknown : e + p2p;
+  };
+  for (;;) {
+    // Start what may start now.
+    for (int i = 0; i < pp; ++i) {
+      if (phase[size_t(i)] != Phase::kWaiting) continue;
+      if (next[size_t(i)] == order[size_t(i)].size()) {
+        phase[size_t(i)] = Phase::kDone;
+        continue;
+      }
+      const double r = ready_at(i);
+      if (r != unknown && r <= now) {
+        const int64_t op = order[size_t(i)][next[size_t(i)]];
+        phase[size_t(i)] = Phase::kComputing;
+        work[size_t(i)] = op >= 0 ? fw[size_t(i)] : bw[size_t(i)];
+      }
+    }
+    int computing = 0;
+    bool all_done = true;
+    for (int i = 0; i < pp; ++i) {
+      computing += phase[size_t(i)] == Phase::kComputing;
+      all_done = all_done && phase[size_t(i)] == Phase::kDone;
+    }
+    if (all_done) break;
+    const double rate = computing > 0 ? std::min(1.0, share * pp / computing) : 1.0;
+    // The next event: a computation or a communication ends, or a waiting op becomes ready.
+    double t = inf;
+    for (int i = 0; i < pp; ++i) {
+      if (phase[size_t(i)] == Phase::kComputing) t = std::min(t, now + work[size_t(i)] / rate);
+      else if (phase[size_t(i)] == Phase::kCommunicating) t = std::min(t, comm_end[size_t(i)]);
+      else if (phase[size_t(i)] == Phase::kWaiting) {
+        const double r = ready_at(i);
+        if (r != unknown) t = std::min(t, std::max(r, now));
+      }
+    }
+    if (t == inf) return inf;  // cannot happen: the schedules are deadlock-free
+    for (int i = 0; i < pp; ++i) {
+      const size_t k = size_t(i);
+      if (phase[k] == Phase::kComputing) {
+        work[k] -= (t - now) * rate;
+        if (work[k] <= 1e-12 * (1 + t)) {
+          const int64_t op = order[k][next[k]];
+          phase[k] = Phase::kCommunicating;
+          comm_end[k] = t + (op >= 0 ? fc[k] : bc[k]);
+        }
+      }
+    }
+    now = t;
+    for (int i = 0; i < pp; ++i) {
+      const size_t k = size_t(i);
+      if (phase[k] == Phase::kCommunicating && comm_end[k] <= now) {
+        const int64_t op = order[k][next[k]];
+        if (op >= 0) end_f[k][size_t(op)] = now;
+        else end_b[k][size_t(-op - 1)] = now;
+        ++next[k];
+        phase[k] = Phase::kWaiting;
+      }
+    }
+  }
+  return now;
+}
+
 Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const Layout& l) {
   const int64_t n_units = spec.layers + 2;
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || l.micro_batches < 1)
@@ -220,7 +369,7 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
   const std::vector<UnitCost> costs = unit_costs(spec, hw, l);
   Estimate e;
   e.micro_batch = spec.global_batch / (int64_t(l.dp) * l.micro_batches);
-  std::vector<double> fwd(size_t(l.pp)), bwd(size_t(l.pp));
+  std::vector<double> fwd(size_t(l.pp)), bwd(size_t(l.pp)), fwd_comm(size_t(l.pp)), bwd_comm(size_t(l.pp));
   double params_max = 0;  // parameters per rank on the stage with the most (gradient reduction)
   double best_memory = -1;
   size_t u = 0;
@@ -231,6 +380,8 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
       const UnitCost& c = costs[u];
       fwd[size_t(s)] += c.forward_s;
       bwd[size_t(s)] += c.backward_s;
+      fwd_comm[size_t(s)] += c.forward_comm_s;
+      bwd_comm[size_t(s)] += c.backward_comm_s;
       tp_comm += c.tp_comm_s;
       mem.weights += c.fixed.weights;
       mem.gradients += c.fixed.gradients;
@@ -239,7 +390,7 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
       working = std::max(working, c.working_bytes);
       params += c.fixed.weights / spec.dtype_bytes;
     }
-    if (s == l.pp - 1 && l.pp > 1) {
+    if (s == l.pp - 1 && l.pp > 1 && spec.tied_embeddings) {
       // The logits' weight is the embedding's: the last stage keeps a copy (and its gradient
       // and optimizer state), reduced with the first stage's each step.
       const double tied = double(spec.vocab) * spec.hidden / l.tp;
@@ -259,7 +410,18 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
   }
   const double act = double(spec.dtype_bytes) * e.micro_batch * spec.seq * spec.hidden;
   e.p2p_s = l.pp > 1 ? p2p_s(act, group_link(hw, 2, l.tp * l.dp)) : 0;
-  e.pipeline_s = simulate_pipeline(fwd, bwd, e.p2p_s, l.micro_batches, l.schedule);
+  if (hw.compute_share < 1 && l.pp > 1) {
+    // Devices sharing cores: a stage computes faster while others wait (the bubble).
+    std::vector<double> fw(size_t(l.pp)), bw(size_t(l.pp));
+    for (size_t s = 0; s < size_t(l.pp); ++s) {
+      fw[s] = (fwd[s] - fwd_comm[s]) * hw.compute_share;
+      bw[s] = (bwd[s] - bwd_comm[s]) * hw.compute_share;
+    }
+    e.pipeline_s =
+        simulate_shared_pipeline(fw, fwd_comm, bw, bwd_comm, e.p2p_s, l.micro_batches, l.schedule, hw.compute_share);
+  } else {
+    e.pipeline_s = simulate_pipeline(fwd, bwd, e.p2p_s, l.micro_batches, l.schedule);
+  }
   double busy = 0;
   for (int s = 0; s < l.pp; ++s) busy += double(l.micro_batches) * (fwd[size_t(s)] + bwd[size_t(s)]);
   e.bubble =
@@ -269,7 +431,8 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
   // Adam reads the gradient and writes the weight (2 x dtype), and reads and writes its
   // optimizer state (2 x optimizer bytes), for the parameters this rank updates.
   const double updated = params_max / (l.zero >= 1 ? l.dp : 1);
-  e.optimizer_s = updated * (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) / hw.memory_bandwidth;
+  e.optimizer_s = updated * (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) / hw.memory_bandwidth /
+                  hw.compute_share;
   e.step_s = e.pipeline_s + e.dp_comm_s + e.optimizer_s;
   return e;
 }

@@ -2,9 +2,12 @@
 // layout (data x tensor x pipeline degrees, micro-batches, schedule, ZeRO stage, recomputation)
 // of a transformer (network.h) on a set of devices joined by links.
 //
-//   computation  each op's time is its roofline: max(FLOPs / (peak x efficiency), bytes /
-//                memory bandwidth), for the op's shapes after the tensor-parallel split;
-//                backward = twice forward (+ one forward under recomputation)
+//   computation  each op's time is its FLOPs at the rate measured for that op on the device
+//                (a profile, when the links file has one), else its roofline: max(FLOPs /
+//                (peak x efficiency), bytes / memory bandwidth) with backward = twice forward;
+//                for the op's shapes after the tensor-parallel split, plus the op's fixed
+//                overhead, over the device's share of its compute (processes sharing cores);
+//                recomputation adds one forward to the backward
 //   communication  alpha-beta per link: ring allreduce 2(n-1) alpha + 2 (n-1)/n S / beta;
 //                point-to-point alpha + S / beta. Ranks are ordered tensor-parallel innermost,
 //                then data-parallel, then pipeline (Megatron-LM's order), so a group whose ranks
@@ -20,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -34,11 +38,29 @@ struct Link {
   double latency = 0;    // seconds per message
 };
 
+// A measured rate of one of the cost model's ops (network.h names them: "qkv", "gelu",
+// "cross_entropy" ...), in the FLOPs the model counts for it per second, forward and backward:
+// what a profile of the device's kernels at the network's shapes gives.
+struct OpRate {
+  double forward = 0, backward = 0;  // FLOP/s
+};
+
 struct Hardware {
   double peak_flops = 0;           // per device, for matrix products in the training dtype
   double memory_bandwidth = 0;     // bytes per second
   double matmul_efficiency = 0.7;  // the fraction of peak large matrix products reach
   double memory_bytes = 0;         // per device; 0 when the file does not say
+  // The fixed cost of one op in the forward pass (dispatch, allocation, the autodiff tape: what
+  // an op of no size costs), added to each op's roofline; 0 for a device whose ops are large
+  // enough that it vanishes. Measured for this machine by bench/parallel_layouts/calibrate.py.
+  double op_overhead = 0;  // seconds
+  // The fraction of its compute a device has while every device computes: 1 for dedicated
+  // accelerators, cores / processes when processes share a host's cores (4 ranks on 2 cores:
+  // 0.5). Divides every op's time and the optimizer's.
+  double compute_share = 1;
+  // Measured rates by op name; an op without one is costed by its roofline (backward = twice
+  // forward).
+  std::map<std::string, OpRate> op_rates;
   int devices_per_node = 8;
   Link intra_node, inter_node;
   std::string source;  // where the figures come from, for the report
@@ -49,7 +71,8 @@ struct Hardware {
 //    "intra_node": {"bandwidth_gbs": 25, "latency_us": 5},
 //    "inter_node": {"bandwidth_gbs": 12.5, "latency_us": 20},
 //    "device": {"peak_tflops": 312, "memory_bandwidth_gbs": 2039, "matmul_efficiency": 0.7,
-//               "memory_gb": 80}}
+//               "memory_gb": 80, "op_overhead_us": 0, "compute_share": 1,
+//               "ops": {"gelu": {"forward_gflops": 2.1, "backward_gflops": 0.9}, ...}}}
 // Every key is optional; what is missing keeps `base`'s value. PLAN_SPEC_INVALID on a bad one.
 Result<Hardware> hardware_from_json(const nlohmann::json& j, const std::string& where, Hardware base);
 Result<Hardware> load_hardware(const std::string& path, Hardware base);
@@ -90,10 +113,11 @@ struct Estimate {
 // included), and its memory, for a layout's tensor-parallel degree and micro-batch.
 struct UnitCost {
   double forward_s = 0, backward_s = 0, tp_comm_s = 0;
-  double static_bytes = 0;      // weights + gradients + optimizer state per rank
-  Memory fixed;                 // the same, split
-  double activation_bytes = 0;  // kept per micro-batch in flight
-  double working_bytes = 0;     // transient (recomputation rebuilds one unit at a time)
+  double forward_comm_s = 0, backward_comm_s = 0;  // the parts of forward_s, backward_s that are allreduces
+  double static_bytes = 0;                         // weights + gradients + optimizer state per rank
+  Memory fixed;                                    // the same, split
+  double activation_bytes = 0;                     // kept per micro-batch in flight
+  double working_bytes = 0;                        // transient (recomputation rebuilds one unit at a time)
 };
 std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw, const Layout& layout);
 
@@ -104,6 +128,15 @@ int64_t in_flight(Schedule s, int stage, int pp, int64_t micro_batches);
 // backward in backward_s[i]; crossing a stage boundary takes p2p_s. Returns the makespan.
 double simulate_pipeline(const std::vector<double>& forward_s, const std::vector<double>& backward_s, double p2p_s,
                          int64_t micro_batches, Schedule schedule);
+
+// The same on devices that share cores (Hardware::compute_share < 1): stage i's ops compute
+// `work` seconds at a whole core's speed, then communicate for `comm` seconds (not computing).
+// While k of the pp stages compute, each progresses at min(1, share x pp / k) of a core's speed
+// (every data- and tensor-parallel replica of a stage computes at the same time), so a stage
+// computes at `share` when all do and faster in the pipeline's bubbles, when the others wait.
+double simulate_shared_pipeline(const std::vector<double>& forward_work, const std::vector<double>& forward_comm,
+                                const std::vector<double>& backward_work, const std::vector<double>& backward_comm,
+                                double p2p_s, int64_t micro_batches, Schedule schedule, double share);
 
 // The estimate of a layout whose stage_units are set. INVALID_ARGUMENT when the layout does
 // not fit the network (degrees that do not divide, stages that do not cover the units).

@@ -14,7 +14,11 @@ int64_t TransformerSpec::params_per_block() const {
 
 int64_t TransformerSpec::embedding_params() const { return vocab * hidden + seq * hidden; }
 
-int64_t TransformerSpec::total_params() const { return layers * params_per_block() + embedding_params() + 2 * hidden; }
+int64_t TransformerSpec::head_params() const { return 2 * hidden + (tied_embeddings ? 0 : vocab * hidden); }
+
+int64_t TransformerSpec::total_params() const {
+  return layers * params_per_block() + embedding_params() + head_params();
+}
 
 namespace {
 
@@ -38,7 +42,9 @@ Unit block_unit(const TransformerSpec& sp, int64_t b, int t) {
       {"mlp_down", 2 * T * f * h / t, e * (T * f / t + f * h / t + T * h), true},
       {"residual", T * h, e * 3 * T * h, false},
   };
-  u.tp_allreduces = t > 1 ? 2 : 0;
+  // Forward: the row-parallel projection's and MLP's sums; backward: the input gradients of the
+  // column-parallel QKV and MLP.
+  u.tp_allreduces_forward = u.tp_allreduces_backward = t > 1 ? 2 : 0;
   // Korthikanti et al.: s b h (10 + 24/t + 5 a s / (h t)) bytes with 2-byte activations.
   u.activation_bytes = s * b * h * (10 + 24.0 / t + 5 * a * s / (h * t)) * (e / 2);
   u.input_bytes = e * T * h;
@@ -51,7 +57,7 @@ Unit embedding_unit(const TransformerSpec& sp, int64_t b, int t) {
   u.kind = Unit::Kind::kEmbedding;
   u.params = sp.embedding_params();
   u.ops = {{"embedding", T * h, e * 3 * T * h, false}};
-  u.tp_allreduces = t > 1 ? 1 : 0;  // vocabulary-parallel lookup: partial rows summed
+  u.tp_allreduces_forward = t > 1 ? 1 : 0;  // vocabulary-parallel lookup: partial rows summed (no backward one)
   u.activation_bytes = e * T * h;
   u.input_bytes = 8 * T;  // int64 token ids
   return u;
@@ -61,13 +67,16 @@ Unit head_unit(const TransformerSpec& sp, int64_t b, int t) {
   const double e = sp.dtype_bytes, T = double(b) * sp.seq, h = double(sp.hidden), V = double(sp.vocab);
   Unit u;
   u.kind = Unit::Kind::kHead;
-  u.params = 2 * sp.hidden;  // the final LayerNorm; the logits reuse the embedding's weight
+  u.params = sp.head_params();  // the final LayerNorm, and the logits' weight unless tied to the embedding
   u.ops = {
       {"layer_norm_final", 5 * T * h, e * 2 * T * h, false},
       {"logits", 2 * T * h * V / t, e * (T * h + V * h / t + T * V / t), true},
       {"cross_entropy", 5 * T * V / t, 4 * 2 * T * V / t, false},  // fp32 logits
   };
-  u.tp_allreduces = 0;  // vocabulary-parallel cross-entropy reduces T floats only
+  // The column-parallel logits' input gradient (backward); the vocabulary-parallel
+  // cross-entropy reduces three floats per token (forward).
+  u.tp_allreduces_backward = t > 1 ? 1 : 0;
+  u.tp_token_allreduces = t > 1 ? 3 : 0;
   u.activation_bytes = 4 * T * V / t + e * T * h;
   u.input_bytes = e * T * h;
   return u;
@@ -155,6 +164,10 @@ Result<TransformerSpec> network_from_json(const nlohmann::json& j, const std::st
   if (dtype == "bf16" || dtype == "fp16") sp.dtype_bytes = 2;
   else if (dtype == "fp32") sp.dtype_bytes = 4;
   else return invalid(where, "\"dtype\" must be \"bf16\", \"fp16\" or \"fp32\", not \"" + dtype + "\"");
+  if (j.contains("tied_embeddings")) {
+    if (!j["tied_embeddings"].is_boolean()) return invalid(where, "\"tied_embeddings\" must be true or false");
+    sp.tied_embeddings = j["tied_embeddings"].get<bool>();
+  }
   return sp;
 }
 
@@ -178,6 +191,7 @@ nlohmann::json network_to_json(const TransformerSpec& sp) {
           {"seq", sp.seq},
           {"global_batch", sp.global_batch},
           {"dtype", sp.dtype_bytes == 2 ? "bf16" : "fp32"},
+          {"tied_embeddings", sp.tied_embeddings},
           {"parameters", sp.total_params()}};
 }
 

@@ -38,12 +38,16 @@ struct TransformerSpec {
   // keeps fp32 master weights and Adam's two moments in the optimizer (12 bytes per parameter);
   // fp32 training stores 4-byte weights, gradients and activations and 8 bytes of moments.
   int dtype_bytes = 2;
+  // The logits reuse the embedding's table (GPT's tying, Megatron-LM's default); false: the
+  // head has a vocab x hidden weight of its own (more parameters, gradients and optimizer state).
+  bool tied_embeddings = true;
 
   int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int optimizer_bytes_per_param() const { return dtype_bytes == 2 ? 12 : 8; }
   int64_t params_per_block() const;
   int64_t embedding_params() const;  // vocabulary + positions
-  int64_t total_params() const;      // blocks + embedding + final LayerNorm (logits tied)
+  int64_t head_params() const;       // final LayerNorm (+ the logits' weight when not tied)
+  int64_t total_params() const;      // blocks + embedding + head
 };
 
 // One unit of work a pipeline stage can hold: the embedding, a transformer block or the head.
@@ -57,9 +61,12 @@ struct Op {
 
 struct Unit {
   enum class Kind { kEmbedding, kBlock, kHead } kind = Kind::kBlock;
-  int64_t params = 0;           // whole (before the tensor-parallel split)
-  std::vector<Op> ops;          // forward ops, already divided by the tensor-parallel degree
-  int tp_allreduces = 0;        // forward allreduces of one activation (backward has as many)
+  int64_t params = 0;   // whole (before the tensor-parallel split)
+  std::vector<Op> ops;  // forward ops, already divided by the tensor-parallel degree
+  // Tensor-parallel allreduces per micro-batch (none when tp = 1): of one activation [b, s, h]
+  // in the forward and in the backward pass, and of one float per token (the vocabulary-
+  // parallel cross-entropy's max, sum of exponentials and target logit) in the forward pass.
+  int tp_allreduces_forward = 0, tp_allreduces_backward = 0, tp_token_allreduces = 0;
   double activation_bytes = 0;  // kept for the backward pass, per micro-batch, per rank
   double input_bytes = 0;       // the unit's input, per micro-batch (kept under recomputation)
 };
@@ -77,8 +84,8 @@ Result<TransformerSpec> builtin_network(const std::string& name);
 std::vector<std::string> builtin_network_names();
 
 // A network from JSON: {"name", "layers", "hidden", "heads", "vocab", "seq", "global_batch",
-// optional "ffn_hidden", "dtype": "bf16"|"fp16"|"fp32"}. PLAN_SPEC_INVALID on a missing key, a
-// wrong type or an impossible value (hidden not divisible by heads, a count < 1).
+// optional "ffn_hidden", "dtype": "bf16"|"fp16"|"fp32", "tied_embeddings": true|false}. PLAN_SPEC_INVALID on a missing
+// key, a wrong type or an impossible value (hidden not divisible by heads, a count < 1).
 Result<TransformerSpec> network_from_json(const nlohmann::json& j, const std::string& where);
 // A built-in name, or a JSON file.
 Result<TransformerSpec> load_network(const std::string& name_or_path);

@@ -49,6 +49,7 @@ std::vector<int> pack(const std::vector<UnitCost>& costs, const Layout& l, doubl
 }
 
 double tied_copy_bytes(const TransformerSpec& spec, const Layout& l) {
+  if (!spec.tied_embeddings) return 0;  // the head's own weight is in its unit's parameters
   const double tied = double(spec.vocab) * spec.hidden / l.tp;
   return tied * spec.dtype_bytes * (1 + 1.0 / (l.zero >= 2 ? l.dp : 1)) +
          tied * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
