@@ -508,12 +508,11 @@ inline void MatMulBF16(View<const bf16> a, View<const bf16> b, View<float> c, bo
   }
 #endif
   if (n0 == n_total) return;
-  // Widen in K-chunks of 64 rows through local tiles.
-  const int64_t rest = n_total - n0;
+  // The other columns: widened to float32 in blocks of 64 (K) x 256 (N) through per-thread
+  // buffers, then the fp32 path.
   constexpr int64_t kKC = 64, kNC = 256;
   for (int64_t c0 = n0; c0 < n_total; c0 += kNC) {
     const int64_t nc = std::min(kNC, n_total - c0);
-    (void)rest;
     static thread_local float bw[kKC * kNC];
     static thread_local float aw[kMR * kKC];
     for (int64_t k0 = 0; k0 < k || k0 == 0; k0 += kKC) {
