@@ -11,7 +11,8 @@
 // The two versions alternate sample by sample (A B A B ...), so load from other processes
 // hits both alike; each sample times enough calls to last ~5 ms. Prints per op the median
 // sample of each (us per call) and tile/hand (the median of the per-round ratios; < 1.10 is
-// the issue-28 criterion), and the largest difference between the two outputs. --cpu-time
+// the issue-28 criterion), and the largest difference between the two outputs; then the
+// kernel API's tile matmul in fp32 and bf16 (GFLOP/s on one thread). --cpu-time
 // times with the calling thread's CPU time: with --threads 1 on a loaded machine that is the
 // kernels' own speed, not the time the scheduler gave other processes (meaningless with more
 // threads).
@@ -21,6 +22,20 @@
 #include <hwy/highway.h>
 
 #include "kernels/cpu/simd/simd_math-inl.h"
+
+// The kernel API's tile matmul, timed below in fp32 and bf16 (a public header: by path).
+#include "../include/gearbox/kernel_api.hpp"
+
+GBX_KAPI_BEGIN(bench_tile)
+// C[m x n] = A[m x k] B[k x n], row-major, `reps` times (the tile stays in L1/L2).
+void TileMatMulF32(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int reps) {
+  for (int r = 0; r < reps; ++r) MatMul({a, m, k, k}, {b, k, n, n}, {c, m, n, n});
+}
+void TileMatMulBf16(const gbx::kapi::bf16* a, const gbx::kapi::bf16* b, float* c, int64_t m, int64_t n, int64_t k,
+                    int reps) {
+  for (int r = 0; r < reps; ++r) MatMulBF16({a, m, k, k}, {b, k, n, n}, {c, m, n, n});
+}
+GBX_KAPI_END(bench_tile)
 
 HWY_BEFORE_NAMESPACE();
 namespace bench_hand {
@@ -126,6 +141,10 @@ HWY_EXPORT(MishHand);
 HWY_EXPORT(InstanceNormHand);
 HWY_EXPORT(LogSoftmaxHand);
 }  // namespace bench_hand
+namespace bench_tile {
+HWY_EXPORT(TileMatMulF32);
+HWY_EXPORT(TileMatMulBf16);
+}  // namespace bench_tile
 
 namespace {
 
@@ -241,6 +260,34 @@ int main(int argc, char** argv) {
       diff = std::max(diff, std::fabs(double((*c.out_tile)[i]) - (*c.out_hand)[i]));
     std::printf("%-36s %12.1f %12.1f %10.3f %12.3g\n", c.name.c_str(), median(a), median(b), median(ratio), diff);
   }
+
+  // The tile matmul on one thread: a 96 x 256 x 256 tile, fp32 and bf16 inputs (fp32 sums;
+  // VDPBF16PS when the CPU has AVX512_BF16), alternating, GFLOP/s of the median sample.
+  const int64_t m = 96, n = 256, k = 256;
+  std::vector<float> a(m * k), b(k * n), c32(m * n), c16(m * n);
+  fill(a), fill(b);
+  std::vector<gbx::kapi::bf16> ah(a.size()), bh(b.size());
+  for (size_t i = 0; i < a.size(); ++i) ah[i] = gbx::kapi::to_bf16(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) bh[i] = gbx::kapi::to_bf16(b[i]);
+  const int reps = 20;
+  std::vector<double> t32, t16;
+  for (int r = 0; r < rounds; ++r) {
+    t32.push_back(
+        time_us([&] { HWY_DYNAMIC_DISPATCH(bench_tile::TileMatMulF32)
+                      (a.data(), b.data(), c32.data(), m, n, k, reps); },
+                1) /
+        reps);
+    t16.push_back(
+        time_us(
+            [&] { HWY_DYNAMIC_DISPATCH(bench_tile::TileMatMulBf16)
+                  (ah.data(), bh.data(), c16.data(), m, n, k, reps); },
+            1) /
+        reps);
+  }
+  const double flop = 2.0 * m * n * k;
+  std::printf("tile MatMul %ldx%ldx%ld, 1 thread: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%s)\n", static_cast<long>(m),
+              static_cast<long>(n), static_cast<long>(k), flop / median(t32) * 1e-3, flop / median(t16) * 1e-3,
+              gbx::kapi::cpu_has_avx512_bf16() ? "VDPBF16PS" : "no AVX512_BF16: widened");
   return 0;
 }
 #endif

@@ -116,36 +116,44 @@ inline bool cpu_has_avx512_bf16() {
 namespace detail {
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GBX_KAPI_HAVE_DPBF16 1
-// C[m, 0..32) (+)= sum_k A[m, k] B[k, 0..32) for m < mr (<= 6), bf16 inputs, fp32 sums, with
+#define GBX_KAPI_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
+// One pair of k (kk, kk + 1; with kPair false, kk alone): the rows' 2 accumulators each.
+template <int kRows, bool kPair>
+GBX_KAPI_BF16_TARGET __attribute__((always_inline)) inline void bf16_pair_step(__m512 (&acc)[kRows][2], const bf16* a,
+                                                                               int64_t lda, __m512i r0, __m512i r1,
+                                                                               __m512i lo, __m512i hi) {
+  const __m512bh b0 = (__m512bh)_mm512_permutex2var_epi16(r0, lo, r1);
+  const __m512bh b1 = (__m512bh)_mm512_permutex2var_epi16(r0, hi, r1);
+  for (int m = 0; m < kRows; ++m) {
+    uint32_t ap = 0;
+    std::memcpy(&ap, a + m * lda, kPair ? 4 : 2);  // a constant size: one load
+    const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap));
+    acc[m][0] = _mm512_dpbf16_ps(acc[m][0], av, b0);
+    acc[m][1] = _mm512_dpbf16_ps(acc[m][1], av, b1);
+  }
+}
+// C[m, 0..32) (+)= sum_k A[m, k] B[k, 0..32) for m < kRows, bf16 inputs, fp32 sums, with
 // VDPBF16PS on pairs of k: B's rows k and k+1 are interleaved in registers (one permute per
-// pair, shared by the mr rows), A's pair is one broadcast 32-bit value. Odd K: the last k pairs
-// with a zero.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma"))) inline void matmul_bf16_32(
-    const bf16* a, int64_t lda, const bf16* b, int64_t ldb, float* c, int64_t ldc, int64_t mr, int64_t k,
-    bool accumulate) {
-  __m512 acc[6][2];
-  for (int m = 0; m < 6; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
+// pair, shared by the rows), A's pair is one broadcast 32-bit value. Odd K: the last k pairs
+// with a zero. kRows is a template argument so the 2 kRows accumulators stay in registers.
+template <int kRows>
+GBX_KAPI_BF16_TARGET inline void matmul_bf16_32_rows(const bf16* a, int64_t lda, const bf16* b, int64_t ldb, float* c,
+                                                     int64_t ldc, int64_t k, bool accumulate) {
+  __m512 acc[kRows][2];
+  for (int m = 0; m < kRows; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
   // idx[2j] = j (row k, lane j), idx[2j + 1] = 32 + j (row k + 1, lane j).
   alignas(64) static const uint16_t kLo[32] = {0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
                                                8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
   alignas(64) static const uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
                                                24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
   const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
-  for (int64_t kk = 0; kk < k; kk += 2) {
-    const bool pair = kk + 1 < k;
-    const __m512i r0 = _mm512_loadu_si512(b + kk * ldb);
-    const __m512i r1 = pair ? _mm512_loadu_si512(b + (kk + 1) * ldb) : _mm512_setzero_si512();
-    const __m512bh b0 = (__m512bh)_mm512_permutex2var_epi16(r0, lo, r1);
-    const __m512bh b1 = (__m512bh)_mm512_permutex2var_epi16(r0, hi, r1);
-    for (int64_t m = 0; m < mr; ++m) {
-      uint32_t ap = 0;
-      std::memcpy(&ap, a + m * lda + kk, pair ? 4 : 2);
-      const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap));
-      acc[m][0] = _mm512_dpbf16_ps(acc[m][0], av, b0);
-      acc[m][1] = _mm512_dpbf16_ps(acc[m][1], av, b1);
-    }
-  }
-  for (int64_t m = 0; m < mr; ++m) {
+  int64_t kk = 0;
+  for (; kk + 1 < k; kk += 2)
+    bf16_pair_step<kRows, true>(acc, a + kk, lda, _mm512_loadu_si512(b + kk * ldb),
+                                _mm512_loadu_si512(b + (kk + 1) * ldb), lo, hi);
+  if (kk < k)
+    bf16_pair_step<kRows, false>(acc, a + kk, lda, _mm512_loadu_si512(b + kk * ldb), _mm512_setzero_si512(), lo, hi);
+  for (int m = 0; m < kRows; ++m) {
     float* cm = c + m * ldc;
     if (accumulate) {
       acc[m][0] = _mm512_add_ps(acc[m][0], _mm512_loadu_ps(cm));
@@ -153,6 +161,25 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma"))
     }
     _mm512_storeu_ps(cm, acc[m][0]);
     _mm512_storeu_ps(cm + 16, acc[m][1]);
+  }
+}
+#undef GBX_KAPI_BF16_TARGET
+// The same for mr = 1..6 rows.
+inline void matmul_bf16_32(const bf16* a, int64_t lda, const bf16* b, int64_t ldb, float* c, int64_t ldc, int64_t mr,
+                           int64_t k, bool accumulate) {
+  switch (mr) {
+    case 1:
+      return matmul_bf16_32_rows<1>(a, lda, b, ldb, c, ldc, k, accumulate);
+    case 2:
+      return matmul_bf16_32_rows<2>(a, lda, b, ldb, c, ldc, k, accumulate);
+    case 3:
+      return matmul_bf16_32_rows<3>(a, lda, b, ldb, c, ldc, k, accumulate);
+    case 4:
+      return matmul_bf16_32_rows<4>(a, lda, b, ldb, c, ldc, k, accumulate);
+    case 5:
+      return matmul_bf16_32_rows<5>(a, lda, b, ldb, c, ldc, k, accumulate);
+    default:
+      return matmul_bf16_32_rows<6>(a, lda, b, ldb, c, ldc, k, accumulate);
   }
 }
 #endif
