@@ -13,6 +13,7 @@
 #include "gearbox/plugin.h"
 #include "kernels/kernel_support.h"
 #include "kernels/op_descriptor.h"
+#include "kernels/plugin_crash_guard.h"
 
 namespace gearbox {
 namespace {
@@ -430,8 +431,13 @@ Status plugin_kernel(KernelContext& ctx) {
   }
 
   const std::vector<gbx_plugin_tensor> promised = outputs;
-  const int32_t krc = op->fns.kernel(&view.node, inputs.data(), static_cast<int32_t>(n_in), outputs.data(),
-                                     static_cast<int32_t>(n_out));
+  int32_t krc = GBX_PLUGIN_ERROR;
+  {
+    // A fatal signal in the kernel is reported as this plugin's (PLUGIN_KERNEL_CRASHED).
+    const PluginKernelScope crash_scope(view.node.name, view.node.op_type, plugin.name.c_str(), plugin.path.c_str());
+    krc = op->fns.kernel(&view.node, inputs.data(), static_cast<int32_t>(n_in), outputs.data(),
+                         static_cast<int32_t>(n_out));
+  }
   if (krc != GBX_PLUGIN_OK)
     return ctx.error(ErrorCode::PLUGIN_KERNEL_FAILED, "the kernel of ", plugin_named(plugin), " returned error ", krc,
                      ": ", view.message());

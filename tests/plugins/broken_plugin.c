@@ -8,9 +8,12 @@
  *   BROKEN_KERNEL     its kernel returns an error                   PLUGIN_KERNEL_FAILED
  *   BROKEN_OVERRUN    its kernel writes one element past its output PLUGIN_OUTPUT_MISMATCH
  *   BROKEN_DESCRIPTOR an op without a kernel function               PLUGIN_LOAD_FAILED
+ *   BROKEN_CRASH      its kernel writes through a bad pointer        PLUGIN_KERNEL_CRASHED
+ *                     (SIGSEGV: reported as this plugin's, best effort)
  *
  * The op is com.example.Twice: y = 2 x, float32, y shaped like x. */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "gearbox/plugin.h"
@@ -39,6 +42,12 @@ static int32_t twice_kernel(const gbx_plugin_node* node, const gbx_plugin_tensor
   (void)node;
   const float* x = (const float*)in[0].data;
   float* y = (float*)out[0].data;
+#if defined(BROKEN_CRASH)
+  {
+    volatile uintptr_t bad = 16; /* volatile: the compiler cannot see the write is invalid */
+    y = (float*)bad;
+  }
+#endif
 #if defined(BROKEN_OVERRUN)
   for (int64_t i = 0; i <= n; ++i) y[i] = 2 * (i < n ? x[i] : 1.0f); /* <= : one past the end */
 #else
