@@ -205,6 +205,11 @@ std::vector<OpDescriptor> build_table() {
              d.in_place = {{0, 0}};
              d.activation = A::Gelu;  // "approximate" = "tanh": GeluTanh (fusion_util.cc)
            }),
+      // Gelu's gradient (dY, X) -> dX: written by the framework's autodiff, never by an importer.
+      with(fused_op("GeluGrad", OpKind::ElementwiseBinary),
+           [](OpDescriptor& d) {
+             d.in_place = {{0, 0}};
+           }),
       // element-wise over broadcast inputs
       binary("Add"),
       binary("Sub"),

@@ -1,5 +1,5 @@
 // cpu.simd LayerNormalization, com.gearbox.LayerNormalization, com.gearbox.SkipLayerNormalization,
-// Softmax and com.gearbox.Gelu against the cpu.ref kernels: row lengths that are not multiples
+// Softmax, com.gearbox.Gelu and com.gearbox.GeluGrad against the cpu.ref kernels: row lengths that are not multiples
 // of any vector width, several axes, large magnitudes, and the fall-back cases.
 #include <limits>
 #include <random>
@@ -31,21 +31,23 @@ TEST(SimdEngine, DispatchesToAVectorTarget) {
 TEST(SimdLayerNorm, RowsAxesScaleShapesAgainstReference) {
   std::mt19937 g(4);
   int cases = 0;
-  for (const Dims& xd : std::vector<Dims>{{3, 1}, {2, 7}, {5, 17}, {4, 64}, {3, 100}, {2, 5, 768}, {2, 3, 5}, {1, 1, 33}})
+  for (const Dims& xd :
+       std::vector<Dims>{{3, 1}, {2, 7}, {5, 17}, {4, 64}, {3, 100}, {2, 5, 768}, {2, 3, 5}, {1, 1, 33}})
     for (int64_t axis : {-1, 1})
       for (int variant = 0; variant < 4; ++variant) {
         const int64_t rank = static_cast<int64_t>(xd.size());
         const int64_t a = axis < 0 ? axis + rank : axis;
         Dims norm(xd.begin() + a, xd.end());
         Dims sdims = norm;
-        if (variant == 1) sdims.insert(sdims.begin(), 1);  // leading 1 (still the row's shape)
+        if (variant == 1) sdims.insert(sdims.begin(), 1);                // leading 1 (still the row's shape)
         if (variant == 3 && norm.size() > 1) sdims = Dims{norm.back()};  // broadcast within the row
         const bool broadcasts = variant == 3 && norm.size() > 1 && norm[0] != 1;
         KernelCall c = make_call("LayerNormalization", 17, {simd_random(xd, g, -3.f, 5.f), simd_random(sdims, g)});
         if (variant != 2) c.inputs.push_back(simd_random(sdims, g));
         c.attrs["axis"] = attr_int(axis);
         if (variant == 1) c.attrs["epsilon"] = attr_float(1e-3f);
-        const std::string what = "LN x " + to_string(xd) + " axis " + std::to_string(axis) + " v" + std::to_string(variant);
+        const std::string what =
+            "LN x " + to_string(xd) + " axis " + std::to_string(axis) + " v" + std::to_string(variant);
         expect_simd_matches_ref(c, what, broadcasts ? SimdPath::Reference : SimdPath::Simd);
         c.domain = "com.gearbox";
         c.opset = 1;
@@ -144,6 +146,67 @@ TEST(SimdGelu, ErfAndTanhFormsAgainstReference) {
   c = make_call("Gelu", 1, {d});
   c.domain = "com.gearbox";
   expect_simd_matches_ref(c, "Gelu float64", SimdPath::Reference);
+}
+
+// The gradient kernel: the reference in float64 against central differences of the reference
+// Gelu (both forms), then cpu.simd against the reference.
+TEST(SimdGeluGrad, ReferenceIsGelusDerivativeAndSimdMatchesIt) {
+  for (const char* approx : {"none", "tanh"}) {
+    const int64_t n = 41;
+    Tensor x(DType::F64, {n}), ones(DType::F64, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      x.data<double>()[i] = -6.0 + 0.3 * static_cast<double>(i);
+      ones.data<double>()[i] = 1.0;
+    }
+    KernelCall grad = make_call("GeluGrad", 1, {ones, x});
+    grad.domain = "com.gearbox";
+    grad.engine = std::string(kEngineRef);
+    grad.attrs["approximate"] = attr_string(approx);
+    auto dx = testing::run_kernel(grad);
+    ASSERT_TRUE(dx.ok()) << dx.status().to_string();
+    const double h = 1e-6;
+    auto gelu_at = [&](double shift) {
+      Tensor xs(DType::F64, {n});
+      for (int64_t i = 0; i < n; ++i) xs.data<double>()[i] = x.data<double>()[i] + shift;
+      KernelCall c = make_call("Gelu", 1, {xs});
+      c.domain = "com.gearbox";
+      c.engine = std::string(kEngineRef);
+      c.attrs["approximate"] = attr_string(approx);
+      auto y = testing::run_kernel(c);
+      EXPECT_TRUE(y.ok());
+      return y.value()[0];
+    };
+    Tensor up = gelu_at(h), down = gelu_at(-h);
+    for (int64_t i = 0; i < n; ++i) {
+      const double fd = (up.data<double>()[i] - down.data<double>()[i]) / (2 * h);
+      EXPECT_NEAR(dx.value()[0].data<double>()[i], fd, 1e-7) << approx << " at x = " << x.data<double>()[i];
+    }
+  }
+  std::mt19937 g(3);
+  for (int64_t n : {1, 7, 16, 33, 1000, 40001})
+    for (const char* approx : {"none", "tanh"}) {
+      KernelCall c = make_call("GeluGrad", 1, {simd_random({n}, g, -2.f, 2.f), simd_random({n}, g, -8.f, 8.f)});
+      c.domain = "com.gearbox";
+      c.attrs["approximate"] = attr_string(approx);
+      expect_simd_matches_ref(c, std::string("GeluGrad ") + approx + " n " + std::to_string(n), SimdPath::Simd, 4e-6,
+                              1e-5);
+    }
+  // Magnitudes far outside the polynomial ranges: the slope is 0 or 1 there.
+  Tensor x(DType::F32, {6}), dy(DType::F32, {6});
+  const float v[6] = {-1e4f, -30.f, -1e-30f, 0.f, 25.f, 3e19f};
+  for (int i = 0; i < 6; ++i) {
+    x.data<float>()[i] = v[i];
+    dy.data<float>()[i] = 1.5f;
+  }
+  KernelCall c = make_call("GeluGrad", 1, {dy, x});
+  c.domain = "com.gearbox";
+  expect_simd_matches_ref(c, "GeluGrad extremes", SimdPath::Simd, 1e-6, 1e-5);
+  c.attrs["approximate"] = attr_string("tanh");
+  expect_simd_matches_ref(c, "GeluGrad tanh extremes", SimdPath::Simd, 1e-6, 1e-5);
+  // Mismatched shapes: cpu.simd's kernel gives the node to the reference, which says why.
+  c = make_call("GeluGrad", 1, {simd_random({4}, g), simd_random({5}, g)});
+  c.domain = "com.gearbox";
+  expect_simd_matches_ref(c, "GeluGrad shape mismatch", SimdPath::Reference);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Softmax (ai.onnx 1-17) and com.gearbox.Gelu on the cpu.simd engine.
+// Softmax (ai.onnx 1-17), com.gearbox.Gelu and its gradient GeluGrad on the cpu.simd engine.
 //
 // Softmax: float32 rows that are contiguous, i.e. the last axis from opset 13, and every
 // axis before it (the input is coerced to 2-D there, so rows are always contiguous); each row
@@ -82,11 +82,44 @@ Status gelu(KernelContext& ctx) {
   return Status::OK();
 }
 
+Verdict gelu_grad_supports(const KernelQuery& q) {
+  if (Verdict v = need_tensors(q, {0, 1}); !v.accepted()) return v;
+  const std::string approx = q.attr_string("approximate", "none");
+  if (approx != "none" && approx != "tanh") return refuse("approximate='" + approx + "'");
+  return accept();
+}
+
+Status gelu_grad(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const std::string approx = ctx.attr_string("approximate", "none");
+  if (dy.dims() != x.dims())
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "GeluGrad: dY ", to_string(dy.dims()), " and X ", to_string(x.dims()),
+                     " must have one shape");
+  if (x.dtype() != DType::F32 || dy.dtype() != DType::F32 || (approx != "none" && approx != "tanh"))
+    return outside_supports(ctx, "these dtypes or approximate");
+  GBX_ASSIGN_OR_RETURN(Tensor dx, Tensor::allocate_uninitialized(DType::F32, x.dims()));
+  const int64_t n = x.numel();
+  constexpr int64_t kChunk = 16384;
+  const float* dyd = dy.data<float>();
+  const float* xd = x.data<float>();
+  float* dxd = dx.data<float>();
+  const bool tanh_form = approx == "tanh";
+  for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {
+    const int64_t c = i * kChunk;
+    gelu_grad_span(dyd + c, xd + c, dxd + c, std::min(kChunk, n - c), tanh_form);
+  });
+  ctx.set_output(0, std::move(dx));
+  return Status::OK();
+}
+
 }  // namespace
 
 GBX_REGISTER_KERNEL({"", "Softmax", 1, 18, kEngineSimd, {DType::F32}, softmax});
 GBX_KERNEL_SUPPORT(softmax, {.supports = softmax_supports});
 GBX_REGISTER_KERNEL({kGearboxDomain, "Gelu", 1, 1, kEngineSimd, {DType::F32}, gelu});
 GBX_KERNEL_SUPPORT(gelu, {.supports = gelu_supports});
+GBX_REGISTER_KERNEL({kGearboxDomain, "GeluGrad", 1, 1, kEngineSimd, {DType::F32}, gelu_grad});
+GBX_KERNEL_SUPPORT(gelu_grad, {.supports = gelu_grad_supports});
 
 }  // namespace gearbox::simd

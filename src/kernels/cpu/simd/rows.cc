@@ -1,5 +1,5 @@
 // The row-wise inner loops of the cpu.simd engine (LayerNorm with optional skip, Softmax,
-// Gelu), compiled per instruction set by Highway's foreach_target and picked at run time.
+// Gelu and its gradient), compiled per instruction set by Highway's foreach_target and picked at run time.
 // Tails shorter than a vector run with masked loads, so any length works.
 
 // Only the targets worth dispatching to on x86-64: AVX-512, AVX2 and the baseline.
@@ -55,8 +55,8 @@ void LayerNormRow(const float* x, const float* skip, const float* gamma, const f
     s0 = hn::MulAdd(c, c, s0);
   }
   if (i < cols) {
-    const auto c = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(cols - i)),
-                                      hn::Sub(LoadN(d, y + i, cols - i), vmean));
+    const auto c =
+        hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(cols - i)), hn::Sub(LoadN(d, y + i, cols - i), vmean));
     s1 = hn::MulAdd(c, c, s1);
   }
   const float var = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))) / static_cast<float>(cols);
@@ -76,7 +76,7 @@ void SoftmaxRow(const float* x, float* y, int64_t len) {
   auto mx = ninf;
   for (int64_t i = 0; i < len; i += n) {
     mx = hn::Max(mx, hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(n, len - i))),
-                                     LoadN(d, x + i, len - i), ninf));
+                                    LoadN(d, x + i, len - i), ninf));
   }
   const auto vmax = hn::MaxOfLanes(d, mx);
   auto sum = hn::Zero(d);
@@ -109,6 +109,36 @@ void GeluSpan(const float* x, float* y, int64_t len, bool tanh_form) {
   }
 }
 
+void GeluGradSpan(const float* dy, const float* x, float* dx, int64_t len, bool tanh_form) {
+  const hn::ScalableTag<float> d;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(d));
+  const auto half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f);
+  for (int64_t i = 0; i < len; i += n) {
+    const auto v = LoadN(d, x + i, len - i);
+    hn::Vec<decltype(d)> slope;
+    if (tanh_form) {
+      // sech^2(u) = 4 e / (1 + e)^2 with e = exp(-2|u|), as the reference computes it (1 - t^2
+      // cancels for |u| > 3).
+      const auto k = hn::Set(d, 0.7978845608028654f), c = hn::Set(d, 0.044715f);
+      const auto v2 = hn::Mul(v, v);
+      const auto u = hn::Mul(k, hn::MulAdd(hn::Mul(c, v2), v, v));
+      const auto e = ExpNonPositive(d, hn::Mul(hn::Set(d, -2.0f), hn::Abs(u)));
+      const auto one_e = hn::Add(one, e);
+      const auto sech2 = hn::Div(hn::Mul(hn::Set(d, 4.0f), e), hn::Mul(one_e, one_e));
+      // sech2 == 0 far out, where (1 + 3 c x^2) may be inf: the term is 0, not NaN.
+      const auto inner = hn::IfThenZeroElse(
+          hn::Eq(sech2, hn::Zero(d)), hn::Mul(hn::Mul(k, sech2), hn::MulAdd(hn::Mul(hn::Set(d, 3.0f), c), v2, one)));
+      slope = hn::Mul(half, hn::Add(hn::Add(one, TanhRational(d, u)), hn::Mul(v, inner)));
+    } else {
+      const auto cdf = hn::Mul(half, hn::Add(one, ErfRational(d, hn::Mul(v, hn::Set(d, 0.7071067811865476f)))));
+      const auto pdf =
+          hn::Mul(hn::Set(d, 0.3989422804014327f), ExpNonPositive(d, hn::Mul(hn::Set(d, -0.5f), hn::Mul(v, v))));
+      slope = hn::MulAdd(v, pdf, cdf);
+    }
+    StoreN(hn::Mul(LoadN(d, dy + i, len - i), slope), d, dx + i, len - i);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace gearbox::simd
 HWY_AFTER_NAMESPACE();
@@ -119,15 +149,19 @@ HWY_EXPORT(TargetNameHere);
 HWY_EXPORT(LayerNormRow);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(GeluSpan);
+HWY_EXPORT(GeluGradSpan);
 
 const char* dispatch_target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameHere)(); }
-void layer_norm_row(const float* x, const float* skip, const float* gamma, const float* beta, float* y,
-                    int64_t cols, float eps) {
+void layer_norm_row(const float* x, const float* skip, const float* gamma, const float* beta, float* y, int64_t cols,
+                    float eps) {
   HWY_DYNAMIC_DISPATCH(LayerNormRow)(x, skip, gamma, beta, y, cols, eps);
 }
 void softmax_row(const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, y, n); }
 void gelu_span(const float* x, float* y, int64_t n, bool tanh_form) {
   HWY_DYNAMIC_DISPATCH(GeluSpan)(x, y, n, tanh_form);
+}
+void gelu_grad_span(const float* dy, const float* x, float* dx, int64_t n, bool tanh_form) {
+  HWY_DYNAMIC_DISPATCH(GeluGradSpan)(dy, x, dx, n, tanh_form);
 }
 }  // namespace gearbox::simd
 #endif

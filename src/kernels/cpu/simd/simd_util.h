@@ -45,6 +45,8 @@ void layer_norm_row(const float* x, const float* skip, const float* gamma, const
 void softmax_row(const float* x, float* y, int64_t n);
 // y = Gelu(x) elementwise, erf form or tanh form (the rational erf/tanh of ref/fast_math.h).
 void gelu_span(const float* x, float* y, int64_t n, bool tanh_form);
+// dx = dy * Gelu'(x) elementwise (com.gearbox.GeluGrad), the same erf/tanh.
+void gelu_grad_span(const float* dy, const float* x, float* dx, int64_t n, bool tanh_form);
 
 }  // namespace simd
 }  // namespace gearbox
