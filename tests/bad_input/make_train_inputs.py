@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Models and data folders for `gearbox train`'s bad-input cases (tests/bad_input/CMakeLists.txt).
+
+Usage: make_train_inputs.py OUT_DIR
+
+Writes, with onnx and numpy only (no torch: a fixture that takes well under a second):
+  mlp.onnx        x float[N,4] -> Gemm(W1,b1) -> Relu -> Gemm(W2,b2) -> logits [N,3], with a
+                  Reshape whose shape is an int64 initializer (never trained)
+  sin.onnx        x -> Gemm(W) -> Sin -> y: Sin has no gradient in gearbox (OP_UNSUPPORTED)
+  no_float.onnx   x -> Relu -> y, no initializer at all
+  good/           x.npy float32[10,4], labels.npy int64[10] (the control)
+  no_input/       labels.npy only
+  batch_mismatch/ x.npy [10,4], labels.npy [9]
+  labels_float/   labels.npy float32[10]
+  labels_2d/      labels.npy int64[10,1]
+  x_float64/      x.npy float64
+  x_wrong_shape/  x.npy float32[10,5]
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save_model(path, nodes, inits, out_name="logits", out_dims=("N", 3)):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info(out_name, TensorProto.FLOAT, list(out_dims))
+    g = helper.make_graph(nodes, "g", [x], [y], initializer=[numpy_helper.from_array(a, n) for n, a in inits])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(0)
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)
+    save_model(os.path.join(out, "mlp.onnx"), [
+        helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Reshape", ["r", "shape"], ["r2"]),
+        helper.make_node("Gemm", ["r2", "W2", "b2"], ["logits"], transB=1),
+    ], [("W1", f32(8, 4)), ("b1", f32(8)), ("shape", np.array([-1, 8], np.int64)), ("W2", f32(3, 8)),
+        ("b2", f32(3))])
+    save_model(os.path.join(out, "sin.onnx"), [
+        helper.make_node("Gemm", ["x", "W"], ["h"], transB=1, name="fc"),
+        helper.make_node("Sin", ["h"], ["y"], name="the_sine"),
+    ], [("W", f32(3, 4))], out_name="y")
+    save_model(os.path.join(out, "no_float.onnx"), [helper.make_node("Relu", ["x"], ["y"])], [], out_name="y",
+               out_dims=("N", 4))
+
+    def folder(name, **arrays):
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        for f in os.listdir(d):
+            os.remove(os.path.join(d, f))
+        for k, a in arrays.items():
+            np.save(os.path.join(d, k + ".npy"), a)
+
+    x = f32(10, 4)
+    labels = rng.integers(0, 3, 10).astype(np.int64)
+    folder("good", x=x, labels=labels)
+    folder("no_input", labels=labels)
+    folder("batch_mismatch", x=x, labels=labels[:9])
+    folder("labels_float", x=x, labels=labels.astype(np.float32))
+    folder("labels_2d", x=x, labels=labels.reshape(10, 1))
+    folder("x_float64", x=x.astype(np.float64), labels=labels)
+    folder("x_wrong_shape", x=f32(10, 5), labels=labels)
+
+
+if __name__ == "__main__":
+    main()
