@@ -18,7 +18,7 @@ network's outputs (1e-4); --json holds epochs, steps, final_loss, samples_per_s 
 is the last step's loss, steps the number of step lines).
 Cases: an MLP with SGD-momentum and cross-entropy, shuffled, with a partial last batch; a CNN
 (conv, ReLU, a residual add, max-pool, average-pool, flatten, linear) with AdamW, in file
-order; the MLP again as a regressor with Adam and MSE.
+order; an MLP regressor with a Slice of its hidden features, with Adam and MSE.
 """
 import argparse
 import json
@@ -78,6 +78,18 @@ class Cnn(tnn.Module):
         h = F.max_pool2d(h, 2)                    # 8x8 -> 4x4
         h = F.avg_pool2d(F.relu(self.conv3(h)), 2)  # 4x4 -> 2x2
         return self.fc(torch.flatten(h, 1))
+
+
+class SlicedRegressor(tnn.Module):
+    """Linear - Tanh - a slice of the features (ONNX Slice on the trained path) - Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = tnn.Linear(8, 16)
+        self.fc2 = tnn.Linear(13, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x))[:, 3:])
 
 
 def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shuffle, seed, epochs, batch):
@@ -210,7 +222,7 @@ def main():
              lambda ps: torch.optim.AdamW(ps, lr=0.01), shuffle=False, seed=0, epochs=4, batch=20)
 
     torch.manual_seed(2)
-    reg = tnn.Sequential(tnn.Linear(8, 16), tnn.Tanh(), tnn.Linear(16, 2))
+    reg = SlicedRegressor()
     t = rng.standard_normal((40, 2)).astype(np.float32)
     run_case(a, "mlp_adam_mse", reg, x[:40], t, "mse", "adam", ["--lr", "0.01"],
              lambda ps: torch.optim.Adam(ps, lr=0.01), shuffle=True, seed=3, epochs=2, batch=16)

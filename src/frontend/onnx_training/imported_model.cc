@@ -8,6 +8,7 @@
 
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/autodiff/tape.h"
+#include "frontend/ops/internal.h"
 #include "frontend/tensor_impl.h"
 #include "graph/ir.h"
 #include "graph/onnx_importer.h"
@@ -83,6 +84,24 @@ gearbox::AttributeMap normalized_attrs(const gearbox::Node& n, const std::vector
   if (n.op_type == "Concat" && a.count("axis") && a["axis"].i < 0 && !ins.empty() && ins[0].defined())
     a["axis"].i += static_cast<int64_t>(ins[0].rank());
   return a;
+}
+
+// Slice on a trained path: the axes made explicit (0, 1, ... when omitted), steps all 1.
+void normalize_slice(const gearbox::Node& n, std::vector<Tensor>& ins) {
+  if (ins.size() < 3 || !ins[1].defined())
+    throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), ": a Slice without starts/ends inputs ",
+                            "(opset < 10) has no gradient in gearbox"));
+  if (ins.size() > 4 && ins[4].defined())
+    for (int64_t step : ins[4].to_int64_vector())
+      if (step != 1)
+        throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " has step ", step,
+                                "; the Slice gradient handles step 1 only"));
+  if (ins.size() < 4) ins.resize(4);
+  std::vector<int64_t> axes(static_cast<size_t>(ins[1].numel()));
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  if (ins[3].defined()) axes = ins[3].to_int64_vector();
+  for (int64_t& a : axes) a = normalize_axis(a, ins[0].rank(), "Slice");  // the gradient indexes with them
+  ins[3] = int64s(axes);
 }
 
 }  // namespace
@@ -214,6 +233,8 @@ Tensor ImportedModel::forward(const std::map<std::string, Tensor>& feeds) const 
         throw_status(make_error(ErrorCode::INTERNAL, node_label(n), " reads '", v->name, "', which nothing produced"));
       ins.push_back(it->second);
     }
+    // Slice's gradient reads the axes input (optional in ONNX) and handles step 1.
+    if (n.op_type == "Slice" && on_grad_path_[k]) normalize_slice(n, ins);
     // MaxPool's gradient scatters through its Indices output: run it with both on a trained path.
     size_t outputs = n.outputs.size();
     if (n.op_type == "MaxPool" && on_grad_path_[k]) outputs = std::max<size_t>(outputs, 2);
