@@ -175,8 +175,11 @@ class StepReport {
  public:
   StepReport(int64_t epochs, int64_t steps_per_epoch)
       : epochs_(epochs), per_epoch_(steps_per_epoch), terminal_(ConsoleProgress::on_terminal()) {}
-  ~StepReport() {
+  ~StepReport() { finish(); }
+  // Ends the bar's line, so what follows starts on its own.
+  void finish() {
     if (terminal_ && drawn_) std::fputs("\n", stderr);
+    drawn_ = false;
   }
   void step(int64_t epoch, int64_t step_in_epoch, int64_t step, double loss, double samples_per_s, double eta_s) {
     if (!terminal_) {
@@ -298,6 +301,7 @@ int train(const TrainOptions& o) {
       epoch_losses.push_back(epoch_sum / static_cast<double>(n));
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    shown.finish();
     nn::onnx_training::write_tuned_onnx(o.model, o.tuned, model.parameters());
 
     const double samples_per_s = seconds > 0 ? static_cast<double>(o.epochs * n) / seconds : 0;
