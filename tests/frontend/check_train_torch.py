@@ -18,7 +18,9 @@ network's outputs (1e-4); --json holds epochs, steps, final_loss, samples_per_s 
 is the last step's loss, steps the number of step lines).
 Cases: an MLP with SGD-momentum and cross-entropy, shuffled, with a partial last batch; a CNN
 (conv, ReLU, a residual add, max-pool, average-pool, flatten, linear) with AdamW, in file
-order; an MLP regressor with a Slice of its hidden features, with Adam and MSE.
+order; an MLP with BatchNorm1d exported for inference (running statistics frozen, torch in
+eval()) with SGD-momentum; an MLP regressor with a Slice of its hidden features, Adam and MSE.
+The trained initializers must be torch's parameters, the untrained float ones its buffers.
 """
 import argparse
 import json
@@ -92,7 +94,8 @@ class SlicedRegressor(tnn.Module):
         return self.fc2(torch.tanh(self.fc1(x))[:, 3:])
 
 
-def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shuffle, seed, epochs, batch):
+def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shuffle, seed, epochs, batch,
+             torch_train_mode=True):
     d = os.path.join(a.work_dir, name)
     data = os.path.join(d, "data")
     os.makedirs(data, exist_ok=True)
@@ -128,8 +131,10 @@ def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shu
             if key not in j:
                 fail(f"{name}: a step line lacks {key}: {j}")
 
-    # torch: the same initial weights (the exported ones), the same batches and optimizer.
-    net.train()
+    # torch: the same initial weights (the exported ones), the same batches and optimizer. A
+    # network with BatchNorm trains in eval() as gearbox trains the inference export: the running
+    # statistics normalize and stay as they are.
+    net.train(torch_train_mode)
     opt = make_torch_opt(net.parameters())
     torch_losses = []
     for order in epoch_orders(len(x), epochs, seed, shuffle):
@@ -159,10 +164,15 @@ def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shu
     if [n.SerializeToString() for n in m0.graph.node] != [n.SerializeToString() for n in m1.graph.node] or \
             m0.graph.input != m1.graph.input or m0.graph.output != m1.graph.output or m0.opset_import != m1.opset_import:
         fail(f"{name}: TUNED.onnx's graph differs from the model's")
-    state = {k: v.detach().numpy() for k, v in net.state_dict().items()}
+    state = {k: v.detach().numpy() for k, v in net.named_parameters()}
     trained = set(summary["parameters"])
     if trained != set(state):
         fail(f"{name}: trained {sorted(trained)} but torch's parameters are {sorted(state)}")
+    # The float buffers (BatchNorm's running statistics) are the initializers left untrained.
+    buffers = {k for k, v in net.named_buffers() if v.is_floating_point()}
+    frozen = {f["name"] for f in summary["frozen"]}
+    if frozen != buffers:
+        fail(f"{name}: not trained {sorted(frozen)}, but torch's float buffers are {sorted(buffers)}")
     before = {i.name: numpy_helper.to_array(i) for i in m0.graph.initializer}
     worst_p = 0.0
     for init in m1.graph.initializer:
@@ -213,6 +223,19 @@ def main():
     y = rng.integers(0, 4, 50).astype(np.int64)
     run_case(a, "mlp_sgd", mlp, x, y, "cross_entropy", "sgd", ["--lr", "0.05", "--momentum", "0.9"],
              lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9), shuffle=True, seed=7, epochs=3, batch=16)
+
+    # BatchNorm1d as exported for inference: scale and bias trained, running statistics (made
+    # non-trivial here) frozen; the BatchNormalization gradient in inference mode.
+    torch.manual_seed(4)
+    bn = tnn.Sequential(tnn.Linear(8, 16), tnn.BatchNorm1d(16), tnn.ReLU(), tnn.Linear(16, 4))
+    with torch.no_grad():
+        bn[1].running_mean.uniform_(-0.5, 0.5)
+        bn[1].running_var.uniform_(0.5, 2.0)
+        bn[1].weight.uniform_(0.5, 1.5)
+        bn[1].bias.uniform_(-0.2, 0.2)
+    run_case(a, "mlp_batchnorm_sgd", bn, x, y, "cross_entropy", "sgd", ["--lr", "0.05", "--momentum", "0.9"],
+             lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9), shuffle=True, seed=11, epochs=2, batch=16,
+             torch_train_mode=False)
 
     torch.manual_seed(1)
     cnn = Cnn()
