@@ -232,6 +232,9 @@ int train(const TrainOptions& o) {
                              ": gearbox train supports fp32 only (not supported yet: mixed precision training of ",
                              "imported models); leave --precision-mode out or give fp32"));
   if (!(o.lr > 0)) return report(make_error(ErrorCode::USAGE, "--lr must be > 0, not ", o.lr));
+  if (o.momentum != 0 && o.optimizer != "sgd")
+    return report(make_error(ErrorCode::USAGE, "--momentum is SGD's; ", o.optimizer,
+                             " has its betas (torch's defaults 0.9, 0.999)"));
   if (o.batch <= 0 || o.epochs <= 0)
     return report(
         make_error(ErrorCode::USAGE, "--batch and --epochs must be > 0 (got ", o.batch, " and ", o.epochs, ")"));

@@ -8,6 +8,7 @@ Writes, with onnx and numpy only (no torch: a fixture that takes well under a se
                   Reshape whose shape is an int64 initializer (never trained)
   sin.onnx        x -> Gemm(W) -> Sin -> y: Sin has no gradient in gearbox (OP_UNSUPPORTED)
   no_float.onnx   x -> Relu -> y, no initializer at all
+  softmax_opset11.onnx  Gemm -> Reshape [N,2,3] -> Softmax(axis 1) at opset 11 (2-D coercion)
   good/           x.npy float32[10,4], labels.npy int64[10] (the control)
   no_input/       labels.npy only
   batch_mismatch/ x.npy [10,4], labels.npy [9]
@@ -49,6 +50,17 @@ def main():
         helper.make_node("Gemm", ["x", "W"], ["h"], transB=1, name="fc"),
         helper.make_node("Sin", ["h"], ["y"], name="the_sine"),
     ], [("W", f32(3, 4))], out_name="y")
+    # Softmax at opset 11 over [N, 2, 3] from axis 1: normalizes over both trailing axes.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2, 3])
+    g = helper.make_graph([helper.make_node("Gemm", ["x", "W"], ["h"], transB=1),
+                           helper.make_node("Reshape", ["h", "shape"], ["h3"]),
+                           helper.make_node("Softmax", ["h3"], ["y"], axis=1, name="sm")], "g", [x], [y],
+                          initializer=[numpy_helper.from_array(f32(6, 4), "W"),
+                                       numpy_helper.from_array(np.array([-1, 2, 3], np.int64), "shape")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, "softmax_opset11.onnx"))
     save_model(os.path.join(out, "no_float.onnx"), [helper.make_node("Relu", ["x"], ["y"])], [], out_name="y",
                out_dims=("N", 4))
 

@@ -163,6 +163,20 @@ ImportedModel ImportedModel::load(const std::string& path, const std::string& ou
     }
     if (!reads) continue;
     m.on_grad_path_[k] = true;
+    // Before opset 13 Softmax/LogSoftmax normalize over all axes from `axis` on (coerced to 2-D);
+    // the gradients are those of one axis, the same only when it is the last.
+    if ((n.op_type == "Softmax" || n.op_type == "LogSoftmax") && n.opset < 13) {
+      const gearbox::Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+      auto a = n.attrs.find("axis");
+      const int64_t axis = a == n.attrs.end() ? 1 : a->second.i;
+      const bool last =
+          x && x->type.shape.ranked && (axis == -1 || axis == static_cast<int64_t>(x->type.shape.rank()) - 1);
+      if (!last)
+        throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " at opset ", n.opset,
+                                " normalizes over every axis from ", axis,
+                                " on, which gearbox's gradient does not "
+                                "handle unless that is the last axis; re-export the model at opset 13 or later"));
+    }
     if (!GradientRegistry::global().find(n.domain == "ai.onnx" ? "" : n.domain, n.op_type))
       throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " lies between a trained initializer and ",
                               "the loss output '", m.output_name_, "', and gearbox has no gradient for ",
