@@ -348,6 +348,8 @@ int train(const TrainOptions& o) {
     return 0;
   } catch (const nn::Error& e) {
     return report(to_status(e));
+  } catch (const std::exception& e) {  // a builder's unchecked assumption: an error, not a crash
+    return report(make_error(ErrorCode::INTERNAL, "gearbox train: ", e.what()));
   }
 }
 
