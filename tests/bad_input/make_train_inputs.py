@@ -4,8 +4,9 @@
 Usage: make_train_inputs.py OUT_DIR
 
 Writes, with onnx and numpy only (no torch: a fixture that takes well under a second):
-  mlp.onnx        x float[N,4] -> Gemm(W1,b1) -> Relu -> Gemm(W2,b2) -> logits [N,3], with a
-                  Reshape whose shape is an int64 initializer (never trained)
+  mlp.onnx        x float[N,4] -> Gemm(W1,b1) -> Relu -> Reshape -> Gemm(W2,b2) -> logits [N,3];
+                  the Reshape's shape comes from Shape of a float initializer "template", which
+                  is therefore not trained
   sin.onnx        x -> Gemm(W) -> Sin -> y: Sin has no gradient in gearbox (OP_UNSUPPORTED)
   no_float.onnx   x -> Relu -> y, no initializer at all
   softmax_opset11.onnx  Gemm -> Reshape [N,2,3] -> Softmax(axis 1) at opset 11 (2-D coercion)
@@ -42,9 +43,15 @@ def main():
     save_model(os.path.join(out, "mlp.onnx"), [
         helper.make_node("Gemm", ["x", "W1", "b1"], ["h"], transB=1),
         helper.make_node("Relu", ["h"], ["r"]),
+        # Reshape to [-1, 8], the 8 read off a float initializer's shape: "template" feeds only a
+        # shape computation, so it is not trained.
+        helper.make_node("Shape", ["template"], ["tshape"], name="template_shape"),
+        helper.make_node("Slice", ["tshape", "one", "two"], ["width"]),
+        helper.make_node("Concat", ["minus_one", "width"], ["shape"], axis=0),
         helper.make_node("Reshape", ["r", "shape"], ["r2"]),
         helper.make_node("Gemm", ["r2", "W2", "b2"], ["logits"], transB=1),
-    ], [("W1", f32(8, 4)), ("b1", f32(8)), ("shape", np.array([-1, 8], np.int64)), ("W2", f32(3, 8)),
+    ], [("W1", f32(8, 4)), ("b1", f32(8)), ("template", f32(2, 8)), ("one", np.array([1], np.int64)),
+        ("two", np.array([2], np.int64)), ("minus_one", np.array([-1], np.int64)), ("W2", f32(3, 8)),
         ("b2", f32(3))])
     save_model(os.path.join(out, "sin.onnx"), [
         helper.make_node("Gemm", ["x", "W"], ["h"], transB=1, name="fc"),
