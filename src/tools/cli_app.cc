@@ -36,6 +36,7 @@ int run_cli(int argc, const char* const* argv) {
   add_compile_command(app, &action);
   add_launch_command(app, &action);
   add_plan_command(app, &action);
+  add_train_command(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

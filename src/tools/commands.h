@@ -24,6 +24,7 @@ void add_profile_command(CLI::App& app, std::function<int()>* action);
 void add_bench_command(CLI::App& app, std::function<int()>* action);
 void add_launch_command(CLI::App& app, std::function<int()>* action);
 void add_plan_command(CLI::App& app, std::function<int()>* action);
+void add_train_command(CLI::App& app, std::function<int()>* action);
 
 // Prints the error (one-line form, then cause and fix) to stderr and returns 1.
 int report(const Status& status);

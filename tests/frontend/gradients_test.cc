@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "frontend/autodiff/gradient_registry.h"
+#include "frontend/ops/internal.h"
 #include "gradcheck.h"
 
 namespace gbx::nn::testing {
@@ -50,6 +51,25 @@ TEST_F(Gradients, MatMulAndLinear) {
   gradcheck("matmul_batched_broadcast", [](auto& x) { return matmul(x[0], x[1]); }, {leaf({2, 3, 4}), leaf({4, 5})});
   gradcheck("linear", [](auto& x) { return linear(x[0], x[1], x[2]); }, {leaf({5, 4}), leaf({3, 4}), leaf({3})});
   gradcheck("linear_nobias", [](auto& x) { return linear(x[0], x[1]); }, {leaf({5, 4}), leaf({3, 4})});
+}
+
+// The ops only imported ONNX models record (gearbox train, autodiff/gradients/imported_ops.cc).
+TEST_F(Gradients, ImportedModelOps) {
+  gradcheck("flatten",
+            [](auto& x) {
+              return apply1({"Flatten"}, {x[0]}, {{"axis", gearbox::attr_int(2)}});
+            },
+            {leaf({2, 3, 2, 2})});
+  gradcheck("squeeze", [](auto& x) { return apply1({"Squeeze"}, {x[0], int64s({1})}); }, {leaf({3, 1, 2})});
+  gradcheck("unsqueeze", [](auto& x) { return apply1({"Unsqueeze"}, {x[0], int64s({0, 3})}); }, {leaf({3, 2})});
+  gradcheck("identity", [](auto& x) { return mul(apply1({"Identity"}, {x[0]}), x[0]); }, {leaf({4})});
+  gradcheck("dropout_inference", [](auto& x) { return mul(apply1({"Dropout"}, {x[0]}), x[0]); }, {leaf({2, 3})});
+  // Pads of every size on two axes, then a product so each kept element's gradient differs.
+  gradcheck("pad",
+            [](auto& x) {
+              return mul(apply1({"Pad"}, {x[0], int64s({0, 1, 2, 0, 3, 1})}), x[1]);
+            },
+            {leaf({2, 3, 2}), leaf({2, 7, 5})});
 }
 
 TEST_F(Gradients, Reductions) {

@@ -21,6 +21,7 @@ GradientRegistry& GradientRegistry::global() {
     register_pool_gradients(reg);
     register_norm_gradients(reg);
     register_gather_gradients(reg);
+    register_imported_op_gradients(reg);
     return reg;
   }();
   return r;

@@ -43,5 +43,6 @@ void register_conv_gradients(GradientRegistry& r);
 void register_pool_gradients(GradientRegistry& r);
 void register_norm_gradients(GradientRegistry& r);
 void register_gather_gradients(GradientRegistry& r);
+void register_imported_op_gradients(GradientRegistry& r);
 
 }  // namespace gbx::nn
