@@ -249,6 +249,11 @@ def main():
     t = rng.standard_normal((40, 2)).astype(np.float32)
     run_case(a, "mlp_adam_mse", reg, x[:40], t, "mse", "adam", ["--lr", "0.01"],
              lambda ps: torch.optim.Adam(ps, lr=0.01), shuffle=True, seed=3, epochs=2, batch=16)
+    # Exact GELU: torch exports it as Div, Erf, Add, Mul, Mul, so Erf's gradient is on the path.
+    torch.manual_seed(5)
+    gelu = tnn.Sequential(tnn.Linear(8, 16), tnn.GELU(), tnn.Linear(16, 4))
+    run_case(a, "mlp_gelu_adamw", gelu, x, y, "cross_entropy", "adamw", ["--lr", "0.01"],
+             lambda ps: torch.optim.AdamW(ps, lr=0.01), shuffle=True, seed=5, epochs=2, batch=16)
     print("PASS")
 
 

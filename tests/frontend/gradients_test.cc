@@ -29,6 +29,7 @@ TEST_F(Gradients, AddSubMulDivWithBroadcasting) {
 TEST_F(Gradients, UnaryMath) {
   gradcheck("neg", [](auto& x) { return neg(x[0]); }, {leaf({3, 2})});
   gradcheck("exp", [](auto& x) { return exp(x[0]); }, {leaf({3, 2})});
+  gradcheck("erf", [](auto& x) { return erf(x[0]); }, {leaf({3, 4}, -2.5, 2.5)});
   gradcheck("log", [](auto& x) { return log(x[0]); }, {leaf({3, 2}, 0.2, 3.0)});
   gradcheck("pow", [](auto& x) { return pow(x[0], 3.0); }, {leaf({5})});
   gradcheck("pow_frac", [](auto& x) { return pow(x[0], 0.5); }, {leaf({5}, 0.3, 2.0)});

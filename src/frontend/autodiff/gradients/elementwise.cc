@@ -31,6 +31,12 @@ void register_elementwise_gradients(GradientRegistry& r) {
   r.add("", "Neg", [](const TapeNode&, const Grads& g) -> Grads { return {neg(g[0])}; });
   r.add("", "Exp", [](const TapeNode& n, const Grads& g) -> Grads { return {mul(g[0], out(n))}; });
   r.add("", "Log", [](const TapeNode& n, const Grads& g) -> Grads { return {div(g[0], in(n, 0))}; });
+  // erf'(x) = 2/sqrt(pi) exp(-x^2): what torch's exact GELU exports as (Div, Erf, Add, Mul, Mul), so
+  // `gearbox train` can fine-tune it.
+  r.add("", "Erf", [](const TapeNode& n, const Grads& g) -> Grads {
+    const Tensor& x = in(n, 0);
+    return {mul(g[0], mul(scalar_like(x, M_2_SQRTPI), exp(neg(mul(x, x)))))};
+  });
   // x^p with a constant exponent p (nn::pow): p * x^(p-1); no gradient for p.
   r.add("", "Pow", [](const TapeNode& n, const Grads& g) -> Grads {
     const Tensor& p = in(n, 1);
