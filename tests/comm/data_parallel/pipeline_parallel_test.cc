@@ -210,6 +210,36 @@ TEST(PipelineParallel, TransformerFourStagesGPipeSgdMatchesOneProcess) {
 
 // ---- pipeline x data parallelism: a 2 x 2 mesh ---------------------------------------------
 
+// Runs `train_ref()` (the one-process reference) in one forked process and `train_on_mesh(inner,
+// outer)` on the 4 ranks of a 2 x 2 mesh (join_mesh_2x2's groups, named `inner` and `outer`),
+// each saving its Run under `dir` ("ref", "0".."3"). Returns the ranks' results.
+template <class Ref, class OnMesh>
+std::vector<gearbox::comm::testing::RankResult> run_reference_and_mesh(const std::string& tag, const std::string& dir,
+                                                                       const char* inner, const char* outer,
+                                                                       Ref train_ref, OnMesh train_on_mesh) {
+  auto ref_run = run_ranks(1, tag + "_ref", [&](int, int, const std::string&) -> std::string {
+    try {
+      save(train_ref(), dir + "/ref");
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+  EXPECT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
+  return run_ranks(4, tag, [&](int rank, int size, const std::string& store_dir) -> std::string {
+    gearbox::comm::testing::Mesh2x2 mesh;
+    if (std::string bad = gearbox::comm::testing::join_mesh_2x2(rank, size, store_dir, inner, outer, &mesh);
+        !bad.empty())
+      return bad;
+    try {
+      save(train_on_mesh(mesh.inner, mesh.outer), dir + "/" + std::to_string(rank));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  });
+}
+
 // 4 ranks, rank = 2 replica + stage: pipelines {0, 1} and {2, 3} (2 stages, 1F1B, 2 micro-batches
 // of 15 rows) each take half of every global batch of 60; the ranks holding the same stage,
 // {0, 2} and {1, 3}, average their gradients (nn::average_gradients) before the step. Must follow
@@ -218,26 +248,9 @@ TEST(PipelineParallel, TransformerFourStagesGPipeSgdMatchesOneProcess) {
 void expect_mesh_matches(Opt opt) {
   const Config cfg{2, nn::PipelineSchedule::OneFOneB, opt, 2, Net::Mlp};
   const std::string dir = gearbox::comm::testing::fresh_dir("pp_dp_mesh");
-  auto ref_run = run_ranks(1, "pp_dp_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train(cfg, nullptr), dir + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(4, "pp_dp", [&](int rank, int size, const std::string& store_dir) -> std::string {
-    gearbox::comm::testing::Mesh2x2 mesh;
-    if (std::string bad = gearbox::comm::testing::join_mesh_2x2(rank, size, store_dir, "pp", "dp", &mesh); !bad.empty())
-      return bad;
-    try {
-      save(train(cfg, mesh.inner, mesh.outer), dir + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
+  auto ranks = run_reference_and_mesh(
+      "pp_dp", dir, "pp", "dp", [&] { return train(cfg, nullptr); },
+      [&](auto pipeline, auto replicas) { return train(cfg, pipeline, replicas); });
   const Run ref = load(dir + "/ref");
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   std::map<std::string, std::vector<double>> replica0;
@@ -381,26 +394,9 @@ std::vector<double> expected_tp_slice(const std::string& name, const std::vector
 // in exact arithmetic, both runs move it by rounding noise).
 void expect_tp_pipeline_matches() {
   const std::string dir = gearbox::comm::testing::fresh_dir("pp_tp_mesh");
-  auto ref_run = run_ranks(1, "pp_tp_ref", [&](int, int, const std::string&) -> std::string {
-    try {
-      save(train_tp_pipeline(nullptr, nullptr), dir + "/ref");
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
-  ASSERT_EQ(ref_run[0].exit_code, 0) << ref_run[0].message;
-  auto ranks = run_ranks(4, "pp_tp", [&](int rank, int size, const std::string& store_dir) -> std::string {
-    gearbox::comm::testing::Mesh2x2 mesh;
-    if (std::string bad = gearbox::comm::testing::join_mesh_2x2(rank, size, store_dir, "tp", "pp", &mesh); !bad.empty())
-      return bad;
-    try {
-      save(train_tp_pipeline(mesh.outer, mesh.inner), dir + "/" + std::to_string(rank));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return "";
-  });
+  auto ranks = run_reference_and_mesh(
+      "pp_tp", dir, "tp", "pp", [] { return train_tp_pipeline(nullptr, nullptr); },
+      [](auto tensor_parallel, auto pipeline) { return train_tp_pipeline(pipeline, tensor_parallel); });
   const Run ref = load(dir + "/ref");
   ASSERT_EQ(ref.losses.size(), size_t(kSteps));
   size_t params_seen = 0;
