@@ -26,9 +26,9 @@ struct Node;
 // The static type of a Value: a tensor, a sequence of tensors, or an optional of either.
 struct ValueType {
   enum class Kind { Tensor, Sequence, Optional } kind = Kind::Tensor;
-  DType dtype = DType::Undefined;  // for Tensor; the element's dtype for Sequence/Optional
-  Shape shape;                     // for Tensor
-  std::shared_ptr<ValueType> elem; // for Sequence and Optional
+  DType dtype = DType::Undefined;   // for Tensor; the element's dtype for Sequence/Optional
+  Shape shape;                      // for Tensor
+  std::shared_ptr<ValueType> elem;  // for Sequence and Optional
 };
 std::string to_string(const ValueType& t);
 
@@ -43,8 +43,8 @@ struct Value {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" is ai.onnx
-  int opset = 0;       // the model's opset version for `domain`
+  std::string domain;           // "" is ai.onnx
+  int opset = 0;                // the model's opset version for `domain`
   std::vector<Value*> inputs;   // nullptr marks an omitted optional input
   std::vector<Value*> outputs;  // nullptr marks an omitted optional output
   AttributeMap attrs;
@@ -86,6 +86,9 @@ struct Model {
   std::string producer_name;
   std::string producer_version;
   std::string path;  // where it was loaded from, for messages
+  // The plugins a compiled model's nodes run on: name -> the version it was compiled with
+  // (recorded by the partitioner's caller, written to and read from a .gbm).
+  std::map<std::string, std::string> plugin_versions;
 };
 
 // Calls fn(const Graph&) for each subgraph n holds (If branches, Loop/Scan bodies).

@@ -133,4 +133,22 @@ std::string op_path_note() {
          "; plugins loaded: " + (plugins.empty() ? std::string("none") : join(plugins, "; "));
 }
 
+namespace {
+void collect_plugin_versions(const Graph& g, const std::vector<PluginInfo>& loaded,
+                             std::map<std::string, std::string>* out) {
+  for (const auto& n : g.nodes) {
+    if (n->engine.rfind("plugin.", 0) == 0)
+      for (const PluginInfo& p : loaded)
+        if (p.engine == n->engine) (*out)[p.name] = p.version;
+    for_each_subgraph(*n, [&](const Graph& sub) { collect_plugin_versions(sub, loaded, out); });
+  }
+}
+}  // namespace
+
+std::map<std::string, std::string> plugin_versions_used(const Graph& g) {
+  std::map<std::string, std::string> out;
+  collect_plugin_versions(g, registered_plugins(), &out);
+  return out;
+}
+
 }  // namespace gearbox

@@ -10,10 +10,12 @@
 // not kept: a later session tries it again.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "graph/ir.h"
 #include "kernels/plugin_ops.h"
 
 namespace gearbox {
@@ -36,5 +38,9 @@ std::vector<std::string> searched_op_path();
 // For an OP_UNSUPPORTED message: "; op path searched: ...; plugins loaded: name 1.0 (ops), ..."
 // or, when nothing was searched, how to add an op from a plugin.
 std::string op_path_note();
+
+// The plugins `g`'s nodes (subgraphs included) were partitioned onto: name -> version, for a
+// .gbm to record (Model::plugin_versions).
+std::map<std::string, std::string> plugin_versions_used(const Graph& g);
 
 }  // namespace gearbox

@@ -79,13 +79,27 @@ void missing_plugin_engines(const Graph& g, const std::vector<std::string>& engi
 }
 
 // PLUGIN_MISSING when a compiled model's plugin ops have no plugin of that name in this session.
+// A plugin of that name with another version than the one compiled against loads with a warning:
+// its ABI was checked when it loaded, and a version is the plugin author's to keep compatible.
 Status check_compiled_plugins(const Model& model, const std::string& engine_list) {
+  const std::vector<std::string> engines = split_list(engine_list);
+  for (const PluginInfo& p : registered_plugins()) {
+    if (std::find(engines.begin(), engines.end(), p.engine) == engines.end()) continue;
+    auto v = model.plugin_versions.find(p.name);
+    if (v != model.plugin_versions.end() && v->second != p.version)
+      GBX_LOG_WARN("SESSION", "the compiled model{} was compiled with plugin '{}' {}; this session loaded {} ({})",
+                   model.path.empty() ? "" : " '" + model.path + "'", p.name, v->second, p.version, p.path);
+  }
   std::map<std::string, std::set<std::string>> missing;
-  missing_plugin_engines(*model.graph, split_list(engine_list), &missing);
+  missing_plugin_engines(*model.graph, engines, &missing);
   if (missing.empty()) return Status::OK();
   std::vector<std::string> names;
-  for (const auto& [engine, ops] : missing)
-    names.push_back("'" + engine.substr(7) + "' (" + join({ops.begin(), ops.end()}) + ")");
+  for (const auto& [engine, ops] : missing) {
+    const std::string name = engine.substr(7);
+    auto v = model.plugin_versions.find(name);
+    names.push_back("'" + name + "'" + (v == model.plugin_versions.end() ? "" : " " + v->second) + " (" +
+                    join({ops.begin(), ops.end()}) + ")");
+  }
   return make_error(ErrorCode::PLUGIN_MISSING, "the compiled model", model.path.empty() ? "" : " '" + model.path + "'",
                     " needs the plugin(s) ", join(names),
                     ", which this session did not load: put their libraries on GEARBOX_OP_PATH or pass --op-path",
@@ -136,6 +150,8 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
   progress_begin(o.optimizer.progress, "partition");
   GBX_ASSIGN_OR_RETURN(std::vector<EngineOverride> overrides, parse_engine_overrides(o.engine_overrides));
   GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, compiled));
+  // What a .gbm written from this model records: the version of each plugin its nodes run on.
+  if (!compiled) model.plugin_versions = plugin_versions_used(*model.graph);
   return out;
 }
 

@@ -566,6 +566,32 @@ TEST(GbmFile, RepeatedAttributeNameIsInvalid) {
       << loaded.status().to_string();
 }
 
+// The plugins a compiled model needs (name -> version) travel in the file; a list naming one
+// plugin twice is GBM_INVALID. (tests/plugins checks the compile that records them and the
+// PLUGIN_MISSING that names them.)
+TEST(GbmFile, RecordsThePluginVersionsItNeeds) {
+  std::string onnx = tmp_path("gbm_plugins.onnx");
+  write(onnx, conv_model());
+  auto m = import_onnx_file(onnx);
+  ASSERT_TRUE(m.ok());
+  m->plugin_versions = {{"alpha", "1.2.0"}, {"betaa", "0.9"}};
+  auto bytes = gbm::serialize(*m, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  auto back = gbm::read_bytes(bytes->data(), bytes->size());
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->plugin_versions, m->plugin_versions);
+  std::string b = *bytes;
+  const size_t at = b.find("betaa");
+  ASSERT_NE(at, std::string::npos);
+  b.replace(at, 5, "alpha");
+  refresh_checksum(b);
+  auto twice = gbm::read_bytes(b.data(), b.size());
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), ErrorCode::GBM_INVALID) << twice.status().to_string();
+  EXPECT_NE(twice.status().message().find("repeated plugin name 'alpha'"), std::string::npos)
+      << twice.status().to_string();
+}
+
 // 4000 random mutations of valid files: each loads or fails with a .gbm code, never
 // crashes. Half of them get a fixed-up checksum so that the FlatBuffers verification and the
 // graph checks behind it are reached too.

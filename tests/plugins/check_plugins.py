@@ -11,7 +11,7 @@ run through `gearbox run` and checked against numpy.
                                                 OP_UNSUPPORTED lists the op path and the loaded plugins
   check_plugins.py gbm --gearbox G --data DIR --op-path P
                                                 compile to .gbm with the plugin, run it (numpy), and
-                                                without the plugin: PLUGIN_MISSING naming it
+                                                without the plugin: PLUGIN_MISSING naming it and the version it was compiled with
   check_plugins.py profile --gearbox G --data DIR --op-path P
                                                 the profile counts the plugin's cost function's FLOPs
 """
@@ -139,7 +139,7 @@ def gbm(a):
             sys.exit(f"FAIL: gearbox run of the .gbm exited {p.returncode}:\n{p.stderr}")
         err = check_y(np.load(os.path.join(work, "y.npy")), np.load(xfile))
         p = gearbox([a.gearbox, "run", model, "--input", "x=" + xfile])
-        for want in ["PLUGIN_MISSING", "'swiglu' (com.example.SwiGLU)"]:
+        for want in ["PLUGIN_MISSING", "'swiglu' 1.2.0 (com.example.SwiGLU)"]:
             if want not in p.stderr:
                 sys.exit(f"FAIL: the .gbm's load without its plugin lacks '{want}' (exit {p.returncode}):\n{p.stderr}")
         if p.returncode == 0:

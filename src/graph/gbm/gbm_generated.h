@@ -47,6 +47,9 @@ struct MemoryPlanBuilder;
 struct Model;
 struct ModelBuilder;
 
+struct Plugin;
+struct PluginBuilder;
+
 struct Dim FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   typedef DimBuilder Builder;
   enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
@@ -1037,7 +1040,8 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_INITIALIZERS = 30,
     VT_MEMORY = 32,
     VT_OPTIMIZER_REPORT = 34,
-    VT_REQUIRED_FEATURES = 36
+    VT_REQUIRED_FEATURES = 36,
+    VT_PLUGINS = 38
   };
   uint32_t format_version() const {
     return GetField<uint32_t>(VT_FORMAT_VERSION, 0);
@@ -1090,6 +1094,9 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *required_features() const {
     return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *>(VT_REQUIRED_FEATURES);
   }
+  const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>> *plugins() const {
+    return GetPointer<const flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>> *>(VT_PLUGINS);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyField<uint32_t>(verifier, VT_FORMAT_VERSION, 4) &&
@@ -1129,6 +1136,9 @@ struct Model FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            VerifyOffset(verifier, VT_REQUIRED_FEATURES) &&
            verifier.VerifyVector(required_features()) &&
            verifier.VerifyVectorOfStrings(required_features()) &&
+           VerifyOffset(verifier, VT_PLUGINS) &&
+           verifier.VerifyVector(plugins()) &&
+           verifier.VerifyVectorOfTables(plugins()) &&
            verifier.EndTable();
   }
 };
@@ -1188,6 +1198,9 @@ struct ModelBuilder {
   void add_required_features(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> required_features) {
     fbb_.AddOffset(Model::VT_REQUIRED_FEATURES, required_features);
   }
+  void add_plugins(flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>>> plugins) {
+    fbb_.AddOffset(Model::VT_PLUGINS, plugins);
+  }
   explicit ModelBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -1217,9 +1230,11 @@ inline flatbuffers::Offset<Model> CreateModel(
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> initializers = 0,
     flatbuffers::Offset<gearbox::gbm::fb::MemoryPlan> memory = 0,
     flatbuffers::Offset<flatbuffers::String> optimizer_report = 0,
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> required_features = 0) {
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> required_features = 0,
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>>> plugins = 0) {
   ModelBuilder builder_(_fbb);
   builder_.add_ir_version(ir_version);
+  builder_.add_plugins(plugins);
   builder_.add_required_features(required_features);
   builder_.add_optimizer_report(optimizer_report);
   builder_.add_memory(memory);
@@ -1257,7 +1272,8 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
     const std::vector<int32_t> *initializers = nullptr,
     flatbuffers::Offset<gearbox::gbm::fb::MemoryPlan> memory = 0,
     const char *optimizer_report = nullptr,
-    const std::vector<flatbuffers::Offset<flatbuffers::String>> *required_features = nullptr) {
+    const std::vector<flatbuffers::Offset<flatbuffers::String>> *required_features = nullptr,
+    const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>> *plugins = nullptr) {
   auto gearbox_version__ = gearbox_version ? _fbb.CreateString(gearbox_version) : 0;
   auto required_isa__ = required_isa ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*required_isa) : 0;
   auto precision__ = precision ? _fbb.CreateString(precision) : 0;
@@ -1272,6 +1288,7 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
   auto initializers__ = initializers ? _fbb.CreateVector<int32_t>(*initializers) : 0;
   auto optimizer_report__ = optimizer_report ? _fbb.CreateString(optimizer_report) : 0;
   auto required_features__ = required_features ? _fbb.CreateVector<flatbuffers::Offset<flatbuffers::String>>(*required_features) : 0;
+  auto plugins__ = plugins ? _fbb.CreateVector<flatbuffers::Offset<gearbox::gbm::fb::Plugin>>(*plugins) : 0;
   return gearbox::gbm::fb::CreateModel(
       _fbb,
       format_version,
@@ -1290,7 +1307,73 @@ inline flatbuffers::Offset<Model> CreateModelDirect(
       initializers__,
       memory,
       optimizer_report__,
-      required_features__);
+      required_features__,
+      plugins__);
+}
+
+struct Plugin FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
+  typedef PluginBuilder Builder;
+  enum FlatBuffersVTableOffset FLATBUFFERS_VTABLE_UNDERLYING_TYPE {
+    VT_NAME = 4,
+    VT_VERSION = 6
+  };
+  const flatbuffers::String *name() const {
+    return GetPointer<const flatbuffers::String *>(VT_NAME);
+  }
+  const flatbuffers::String *version() const {
+    return GetPointer<const flatbuffers::String *>(VT_VERSION);
+  }
+  bool Verify(flatbuffers::Verifier &verifier) const {
+    return VerifyTableStart(verifier) &&
+           VerifyOffset(verifier, VT_NAME) &&
+           verifier.VerifyString(name()) &&
+           VerifyOffset(verifier, VT_VERSION) &&
+           verifier.VerifyString(version()) &&
+           verifier.EndTable();
+  }
+};
+
+struct PluginBuilder {
+  typedef Plugin Table;
+  flatbuffers::FlatBufferBuilder &fbb_;
+  flatbuffers::uoffset_t start_;
+  void add_name(flatbuffers::Offset<flatbuffers::String> name) {
+    fbb_.AddOffset(Plugin::VT_NAME, name);
+  }
+  void add_version(flatbuffers::Offset<flatbuffers::String> version) {
+    fbb_.AddOffset(Plugin::VT_VERSION, version);
+  }
+  explicit PluginBuilder(flatbuffers::FlatBufferBuilder &_fbb)
+        : fbb_(_fbb) {
+    start_ = fbb_.StartTable();
+  }
+  flatbuffers::Offset<Plugin> Finish() {
+    const auto end = fbb_.EndTable(start_);
+    auto o = flatbuffers::Offset<Plugin>(end);
+    return o;
+  }
+};
+
+inline flatbuffers::Offset<Plugin> CreatePlugin(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    flatbuffers::Offset<flatbuffers::String> name = 0,
+    flatbuffers::Offset<flatbuffers::String> version = 0) {
+  PluginBuilder builder_(_fbb);
+  builder_.add_version(version);
+  builder_.add_name(name);
+  return builder_.Finish();
+}
+
+inline flatbuffers::Offset<Plugin> CreatePluginDirect(
+    flatbuffers::FlatBufferBuilder &_fbb,
+    const char *name = nullptr,
+    const char *version = nullptr) {
+  auto name__ = name ? _fbb.CreateString(name) : 0;
+  auto version__ = version ? _fbb.CreateString(version) : 0;
+  return gearbox::gbm::fb::CreatePlugin(
+      _fbb,
+      name__,
+      version__);
 }
 
 inline const gearbox::gbm::fb::Model *GetModel(const void *buf) {

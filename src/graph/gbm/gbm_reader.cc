@@ -416,6 +416,13 @@ class Reader {
     model.producer_version = str(m_->producer_version());
     if (m_->opsets())
       for (const auto* o : *m_->opsets()) model.opsets[str(o->domain())] = o->version();
+    if (m_->plugins())
+      for (const auto* p : *m_->plugins()) {
+        const std::string name = str(p->name());
+        if (name.empty() || model.plugin_versions.count(name))
+          return bad("plugin list: an empty or repeated plugin name '" + name + "'");
+        model.plugin_versions[name] = str(p->version());
+      }
     size_t num_values = m_->values() ? m_->values()->size() : 0;
     claimed_by_.assign(num_values, nullptr);
     values_.assign(num_values, nullptr);

@@ -1,13 +1,12 @@
 // .gbm writer: graph -> FlatBuffers metadata + aligned weight blob + header with checksum.
 #include "graph/gbm/gbm_writer.h"
 
-#include "base/atomic_file.h"
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
 
+#include "base/atomic_file.h"
 #include "base/logging.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_generated.h"
@@ -69,13 +68,15 @@ class Writer {
     GBX_ASSIGN_OR_RETURN(auto inputs, indices(g.inputs));
     GBX_ASSIGN_OR_RETURN(auto outputs, indices(g.outputs));
     GBX_ASSIGN_OR_RETURN(auto inits, indices(g.initializers));
+    std::vector<fbs::Offset<fb::Plugin>> plugins;
+    for (const auto& [name, plugin_version] : model_.plugin_versions)
+      plugins.push_back(fb::CreatePlugin(b_, b_.CreateString(name), b_.CreateString(plugin_version)));
     auto root = fb::CreateModel(
-        b_, kFormatVersion, b_.CreateString(version), b_.CreateVector(isa),
-        b_.CreateString(options_.precision), model_.ir_version, b_.CreateString(model_.producer_name),
-        b_.CreateString(model_.producer_version), b_.CreateString(g.name), b_.CreateVector(opsets),
-        b_.CreateVector(values), nodes, b_.CreateVector(inputs), b_.CreateVector(outputs),
-        b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json),
-        features.empty() ? 0 : b_.CreateVector(features));
+        b_, kFormatVersion, b_.CreateString(version), b_.CreateVector(isa), b_.CreateString(options_.precision),
+        model_.ir_version, b_.CreateString(model_.producer_name), b_.CreateString(model_.producer_version),
+        b_.CreateString(g.name), b_.CreateVector(opsets), b_.CreateVector(values), nodes, b_.CreateVector(inputs),
+        b_.CreateVector(outputs), b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json),
+        features.empty() ? 0 : b_.CreateVector(features), plugins.empty() ? 0 : b_.CreateVector(plugins));
     b_.Finish(root);
 
     Header h;
