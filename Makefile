@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   install dependencies, build, run the built-in default job
+#   make demo   install dependencies, build, train/export/compile/run the digits CNN (gearbox demo)
 #   make test   install dependencies, build, run every test (unit, ONNX conformance,
 #               model parity against torch, bad input)
 #   make package  the .deb: CLI, library, headers, CMake and pkg-config files, Python module,
@@ -32,8 +32,10 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Trains, exports, compiles and runs the digits CNN (gearbox demo, docs/cli.md); its .onnx and
+# .gbm stay in $(BUILD)/demo.
 demo: build
-	./$(BUILD)/gearbox demo
+	./$(BUILD)/gearbox demo --output-dir $(BUILD)/demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
