@@ -100,6 +100,7 @@ GBX_KAPI_END(gbx_kapi_test)
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/simd/tile_kernels.h"
 #include "kernels/simd_test_util.h"
 
 namespace gbx_kapi_test {
@@ -366,27 +367,40 @@ TEST(KernelApiKernels, MishAgainstReference) {
   });
 }
 
+// The kernel-API LogSoftmax (simd::tile_log_softmax) row by row against the cpu.ref kernel. It is
+// not registered on cpu.simd: its last-ulp differences from the reference kernel moved the
+// framework's torch parity tests past their bounds (RMSprop-centered's parameters, 2.2e-4 against
+// 1e-4), so it is kept as the kernel API's worked example and benchmark.
 TEST(KernelApiKernels, LogSoftmaxAgainstReference) {
+  auto check = [](const Tensor& x, const std::string& what) {
+    KernelCall c = make_call("LogSoftmax", 13, {x});
+    c.engine = std::string(kEngineRef);
+    auto want = testing::run_kernel(c);
+    ASSERT_TRUE(want.ok()) << what << ": " << want.status().to_string();
+    const Tensor& r = want.value()[0];
+    const int64_t len = x.dims().back();
+    std::vector<float> y(static_cast<size_t>(x.numel()));
+    simd::tile_log_softmax(x.data<float>(), y.data(), x.numel() / len, len);
+    int bad = 0;
+    for (int64_t i = 0; i < x.numel() && bad < 5; ++i) {
+      const double rv = r.at_double(i), sv = y[static_cast<size_t>(i)];
+      const bool ok = std::isnan(rv) ? std::isnan(sv) : rv == sv || std::fabs(rv - sv) <= 2e-5 + 1e-4 * std::fabs(rv);
+      if (!ok) {
+        ++bad;
+        ADD_FAILURE() << what << ": element " << i << " ref " << rv << " tile " << sv;
+      }
+    }
+  };
   testing::for_each_compiled_target([&](const std::string& target, int64_t) {
     std::mt19937 g(14);
     for (const Dims& xd : std::vector<Dims>{{1}, {3, 1}, {2, 17}, {4, 64}, {2, 3, 1000}})
-      for (int opset : {11, 13}) {
-        KernelCall c = make_call("LogSoftmax", opset, {simd_random(xd, g, -20.f, 20.f)});
-        expect_simd_matches_ref(c, target + " LogSoftmax " + to_string(xd) + " opset " + std::to_string(opset));
-      }
+      check(simd_random(xd, g, -20.f, 20.f), target + " LogSoftmax " + to_string(xd));
     // Masked scores (-inf) and a row of large values.
     Tensor x = simd_random({3, 40}, g, -5.f, 5.f);
     for (int64_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = -std::numeric_limits<float>::infinity();
     for (int64_t i = 80; i < 120; ++i) x.data<float>()[i] += 1e4f;
-    expect_simd_matches_ref(make_call("LogSoftmax", 13, {x}), target + " LogSoftmax -inf and 1e4");
+    check(x, target + " LogSoftmax -inf and 1e4");
   });
-  std::mt19937 g(15);
-  KernelCall c = make_call("LogSoftmax", 13, {simd_random({3, 4, 5}, g)});
-  c.attrs["axis"] = attr_int(1);
-  expect_simd_matches_ref(c, "LogSoftmax axis 1 of 3 (opset 13)", SimdPath::Reference);
-  KernelCall legacy = make_call("LogSoftmax", 11, {simd_random({3, 4, 5}, g)});
-  legacy.attrs["axis"] = attr_int(1);
-  expect_simd_matches_ref(legacy, "LogSoftmax axis 1 (opset 11: coerced to 2-D)");
 }
 
 }  // namespace

@@ -354,10 +354,11 @@ TEST(DataParallelCompression, Fp16KeepsHeldOutAccuracy) { check_compression(nn::
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracyOfTheTransformer) {
   check_compression(nn::GradCompression::BFloat16, "bf16", Net::Transformer);
 }
-// 4 seeds (about 27 s on 2 cores); GEARBOX_DDP_CNN_SEEDS=8 measures more (docs/distributed.md).
+// 8 seeds (about 40 s on 2 cores; GEARBOX_DDP_CNN_SEEDS changes it): with 4, a last-ulp change in
+// one kernel (LogSoftmax) moved the mean from -0.08 to -1.09 points (docs/distributed.md).
 TEST(DataParallelCompression, Bf16KeepsHeldOutAccuracyOfTheCnnOverSeeds) {
   const char* env = std::getenv("GEARBOX_DDP_CNN_SEEDS");
-  check_compression(nn::GradCompression::BFloat16, "bf16", Net::Cnn, env ? std::max(1, std::atoi(env)) : 4);
+  check_compression(nn::GradCompression::BFloat16, "bf16", Net::Cnn, env ? std::max(1, std::atoi(env)) : 8);
 }
 
 // A rank that built another network fails with DDP_MODEL_MISMATCH (10011) on every rank, naming it.
