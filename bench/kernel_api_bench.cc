@@ -57,6 +57,16 @@ void MishHand(const float* x, float* y, int64_t n) {
   }
 }
 
+void HardSwishHand(const float* x, float* y, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t l = static_cast<int64_t>(hn::Lanes(d));
+  const auto six = hn::Set(d, 6.f), half = hn::Set(d, 0.5f), zero = hn::Zero(d), one = hn::Set(d, 1.f);
+  for (int64_t i = 0; i < n; i += l) {
+    const auto v = LoadN(d, x + i, n - i);
+    StoreN(hn::Mul(v, hn::Max(hn::Min(hn::Add(hn::Div(v, six), half), one), zero)), d, y + i, n - i);
+  }
+}
+
 void InstanceNormHand(const float* x, float* y, int64_t p, int64_t channels, int64_t plane, const float* scale,
                       const float* bias, float eps) {
   const hn::ScalableTag<float> d;
@@ -138,6 +148,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace bench_hand {
 HWY_EXPORT(MishHand);
+HWY_EXPORT(HardSwishHand);
 HWY_EXPORT(InstanceNormHand);
 HWY_EXPORT(LogSoftmaxHand);
 }  // namespace bench_hand
@@ -198,12 +209,12 @@ int main(int argc, char** argv) {
   const auto fill = [&](std::vector<float>& v) {
     for (float& x : v) x = u(g);
   };
-  // Mish: 1M floats (4 MiB, a ResNet-sized activation). InstanceNorm: 8 x 64 x 56 x 56.
+  // Mish and HardSwish: 1M floats (4 MiB, a ResNet-sized activation). InstanceNorm: 8 x 64 x 56 x 56.
   // LogSoftmax: 512 rows of 4096 (a language model's logits).
   const int64_t mish_n = 1 << 20;
   const int64_t in_n = 8, in_c = 64, in_plane = 56 * 56;
   const int64_t ls_rows = 512, ls_len = 4096;
-  std::vector<float> mx(mish_n), my_t(mish_n), my_h(mish_n);
+  std::vector<float> mx(mish_n), my_t(mish_n), my_h(mish_n), hy_t(mish_n), hy_h(mish_n);
   std::vector<float> ix(in_n * in_c * in_plane), iy_t(ix.size()), iy_h(ix.size()), sc(in_c), bi(in_c);
   std::vector<float> lx(ls_rows * ls_len), ly_t(lx.size()), ly_h(lx.size());
   fill(mx), fill(ix), fill(sc), fill(bi), fill(lx);
@@ -219,6 +230,15 @@ int main(int argc, char** argv) {
                      });
                    },
                    &my_t, &my_h});
+  cases.push_back({"HardSwish [1M]", [&] { gearbox::simd::tile_hard_swish(mx.data(), hy_t.data(), mish_n); },
+                   [&] {
+                     for_each_index((mish_n + kChunk - 1) / kChunk, mish_n > 2 * kChunk, [&](int64_t i) {
+                       const int64_t c = i * kChunk;
+                       HWY_DYNAMIC_DISPATCH(bench_hand::HardSwishHand)
+                       (mx.data() + c, hy_h.data() + c, std::min(kChunk, mish_n - c));
+                     });
+                   },
+                   &hy_t, &hy_h});
   cases.push_back({"InstanceNormalization [8,64,56,56]",
                    [&] {
                      gearbox::simd::tile_instance_norm(ix.data(), iy_t.data(), in_n * in_c, in_c, in_plane, sc.data(),

@@ -1,7 +1,8 @@
 // The kernel API (include/gearbox/kernel_api.hpp) on every instruction set it is compiled for
 // here: its math against libm in double, reductions, tiles, the fp32 and bf16 tile matmul
 // against a double-precision product, parallel_for's coverage; and the cpu.simd kernels
-// written with it (InstanceNormalization, Mish, LogSoftmax) against the cpu.ref kernels.
+// written with it (InstanceNormalization, Mish, HardSigmoid/HardSwish, LogSoftmax) against the
+// cpu.ref kernels.
 //
 // This file is itself a kernel-API user: its per-target functions are compiled once per
 // Highway target (foreach_target) and each test forces every target the CPU supports.
@@ -365,6 +366,39 @@ TEST(KernelApiKernels, MishAgainstReference) {
     for (int i = 0; i < 10; ++i) s.data<float>()[i] = sv[i];
     expect_simd_matches_ref(make_call("Mish", 18, {s}), target + " Mish special values", SimdPath::Simd, 1e-30, 4e-6);
   });
+}
+
+// Same operations in the same order as cpu.ref (tile_hard_sigmoid.cc says why): bit for bit
+// where the target has FMA.
+TEST(KernelApiKernels, HardSigmoidAndHardSwishAgainstReference) {
+  testing::for_each_compiled_target([&](const std::string& target, int64_t) {
+    std::mt19937 g(17);
+    // HardSigmoid's alpha x + beta is one fused multiply-add on both engines; targets without an
+    // FMA instruction (Highway's SCALAR, EMU128, SSE2) emulate it with two roundings: an ulp of
+    // alpha x (at most 1 near the clamp) apart.
+    const double sig_abs = (target == "SCALAR" || target == "EMU128" || target == "SSE2") ? 1.2e-7 : 0;
+    for (const Dims& xd : std::vector<Dims>{{1}, {15}, {3, 37}, {2, 5, 700}, {1, 16, 112, 112}}) {
+      expect_simd_matches_ref(make_call("HardSwish", 14, {simd_random(xd, g, -8.f, 8.f)}),
+                              target + " HardSwish " + to_string(xd), SimdPath::Simd, 0, 0);
+      expect_simd_matches_ref(make_call("HardSigmoid", 6, {simd_random(xd, g, -8.f, 8.f)}),
+                              target + " HardSigmoid " + to_string(xd), SimdPath::Simd, sig_abs, 0);
+      KernelCall c = make_call("HardSigmoid", 6, {simd_random(xd, g, -8.f, 8.f)});
+      c.attrs["alpha"] = testing::attr_float(1.f / 6.f);  // the squeeze-excite gate's constants
+      c.attrs["beta"] = testing::attr_float(0.5f);
+      expect_simd_matches_ref(c, target + " HardSigmoid 1/6 " + to_string(xd), SimdPath::Simd, sig_abs, 0);
+    }
+    Tensor s(DType::F32, {12});
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const float sv[] = {nan, inf, -inf, 0.f, -0.f, 3.f, -3.f, 2.5f, -2.5f, 1e30f, -1e30f, 1e-30f};
+    for (int i = 0; i < 12; ++i) s.data<float>()[i] = sv[i];
+    expect_simd_matches_ref(make_call("HardSwish", 14, {s}), target + " HardSwish special values", SimdPath::Simd, 0, 0);
+    expect_simd_matches_ref(make_call("HardSigmoid", 6, {s}), target + " HardSigmoid special values", SimdPath::Simd,
+                            sig_abs, 0);
+  });
+  // Other dtypes run on the reference.
+  Tensor h(DType::F64, {4});
+  for (int i = 0; i < 4; ++i) h.data<double>()[i] = i - 1.5;
+  expect_simd_matches_ref(make_call("HardSwish", 14, {h}), "HardSwish double", SimdPath::Reference);
 }
 
 // The kernel-API LogSoftmax (simd::tile_log_softmax) row by row against the cpu.ref kernel. It is

@@ -30,7 +30,13 @@ Status hard_sigmoid_op(KernelContext& ctx) {
   const float alpha = ctx.attr_float("alpha", 0.2f), beta = ctx.attr_float("beta", 0.5f);
   return unary_op<Dom::Float>(ctx, [alpha, beta](auto x) {
     using C = decltype(x);
-    return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta)));
+    if (x != x) return x;  // NaN: std::min(C(1), NaN) would give 1; torch and cpu.simd give NaN
+    // One rounding (a fused multiply-add) for float and double, as cpu.simd: a compiler may or
+    // may not fuse `alpha * x + beta`, so the two engines would differ in the last bit.
+    C t;
+    if constexpr (std::is_floating_point_v<C>) t = std::fma(C(alpha), x, C(beta));
+    else t = C(alpha) * x + C(beta);
+    return std::max(C(0), std::min(C(1), t));
   });
 }
 

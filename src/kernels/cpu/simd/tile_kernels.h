@@ -1,6 +1,7 @@
 // The cpu.simd kernels written with the kernel API (include/gearbox/kernel_api.hpp):
-// InstanceNormalization (tile_instance_norm.cc), Mish (tile_mish.cc) and LogSoftmax
-// (tile_log_softmax.cc). Each entry point threads its tiles with kapi::parallel_for and runs the
+// InstanceNormalization (tile_instance_norm.cc), Mish (tile_mish.cc), HardSigmoid and HardSwish
+// (tile_hard_sigmoid.cc), and LogSoftmax (tile_log_softmax.cc: the API's worked example, not
+// registered). Each entry point threads its tiles with kapi::parallel_for and runs the
 // instruction set the CPU allows; declared here for bench/kernel_api_bench.cc, which times them
 // against hand-written Highway loops.
 #pragma once
@@ -15,6 +16,10 @@ void tile_instance_norm(const float* x, float* y, int64_t planes, int64_t channe
                         const float* bias, float eps);
 // y = x tanh(softplus(x)) over n floats.
 void tile_mish(const float* x, float* y, int64_t n);
+// y = max(0, min(1, alpha x + beta)) over n floats (HardSigmoid).
+void tile_hard_sigmoid(const float* x, float* y, int64_t n, float alpha, float beta);
+// y = x max(0, min(1, x / 6 + 0.5)) over n floats (HardSwish).
+void tile_hard_swish(const float* x, float* y, int64_t n);
 // y = x - max - log(sum exp(x - max)) over each of `rows` contiguous rows of `len` floats.
 void tile_log_softmax(const float* x, float* y, int64_t rows, int64_t len);
 
