@@ -10,9 +10,10 @@
 # and `make fuzz`: every libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) each, or for
 # FUZZ_RUNS inputs from FUZZ_SEED (CI: the same inputs on every run, so a red is reproducible).
 BUILD      ?= build
-ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
+# test-asan runs in the fuzz tree (below: one clang ASan+UBSan tree for both).
+ASAN_BUILD := $(FUZZ_BUILD)
 FUZZ_SECONDS ?= 30
 FUZZ_RUNS    ?=
 FUZZ_SEED    ?=
@@ -41,13 +42,17 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-tsan
 
-test-asan: deps
-	# -O0 without -g: UBSan's checks at -O1 made the template-heavy files 2.5-4x slower to
-	# compile (binary_arith.cc 81 s vs 19 s, compile_command.cc 47 s vs 18 s); at -O0 the tree
-	# built in 1395 s of CPU. Cold, on 2 cores (2026-12-05): built in 923 s; the 562 tests took
-	# 551 s as ctest's one process per test, most of it ASan's start-up.
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O0 \
-	  -DGEARBOX_SANITIZE=ON $(CMAKE_ARGS)
+# The sanitizer tree: clang-14, ASan+UBSan, shared by test-asan and fuzz (GEARBOX_FUZZ in
+# CMakeLists.txt). One tree, not a gcc ASan tree beside the fuzz tree: the two compiled the same
+# library twice (cold on 2 cores, 2026-12-05: the gcc ASan tree alone built in 923 s). Code the
+# fuzz targets link is at -O1 with the fuzzer's coverage, as libFuzzer's documentation builds;
+# the kernels, the CLI's commands, the server and the unit tests at -O0 without it
+# (gearbox_not_fuzzed). -DGEARBOX_SANITIZE=ON still builds a gcc ASan tree by hand.
+$(FUZZ_BUILD)/build.ninja: | deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DGEARBOX_FUZZ=ON $(CMAKE_ARGS)
+
+test-asan: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target gearbox gearbox_unit_tests
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L bad_input
@@ -56,14 +61,12 @@ test-asan: deps
 	cd $(ASAN_BUILD)/tests && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  bash $(CURDIR)/scripts/run_gtest_shards.sh ./gearbox_unit_tests $(JOBS)
 
-# libFuzzer (fuzz/, docs/testing.md "Fuzzing"): builds the fuzz targets with clang-14 under
-# ASan+UBSan in their own tree and runs each for FUZZ_SECONDS from its seed corpus
+# libFuzzer (fuzz/, docs/testing.md "Fuzzing"): builds the fuzz targets in the sanitizer tree
+# (clang-14, ASan+UBSan) and runs each for FUZZ_SECONDS from its seed corpus
 # (fuzz/corpus/<target>, copied: the committed seeds are not changed); any crash, leak,
 # sanitizer report or timeout fails, its reproducer in $(FUZZ_BUILD)/fuzz/crashes/. -O1, as
-# libFuzzer's documentation builds and like test-asan. Long campaigns: bench/fuzz.sh TARGET HOURS.
-fuzz: deps
-	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_C_FLAGS_RELEASE=-O1 -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DGEARBOX_FUZZ=ON $(CMAKE_ARGS)
+# libFuzzer's documentation builds. Long campaigns: bench/fuzz.sh TARGET HOURS.
+fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
 	FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SEED=$(FUZZ_SEED) bash fuzz/run_all.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
@@ -87,4 +90,4 @@ package: build
 	cd $(BUILD) && cpack -G DEB
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

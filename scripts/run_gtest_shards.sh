@@ -22,7 +22,7 @@ for ((i = 0; i < shards; ++i)); do
   else
     failed=1
     echo "$(basename "$bin") shard $((i + 1))/$shards FAILED; its failures and the end of its log:"
-    grep -E '^\[  FAILED  \]|Failure$|ERROR: (Address|Leak)Sanitizer|runtime error:' "$logdir/shard$i.log" | head -40
+    grep -A6 -E 'Failure$|ERROR: (Address|Leak)Sanitizer|runtime error:' "$logdir/shard$i.log" | head -80
     tail -n 60 "$logdir/shard$i.log"
   fi
 done

@@ -274,7 +274,9 @@ HWY_INLINE VF Log(VF x) {
 // 1 / (1 + e^-x), without overflow or cancellation for large |x|.
 HWY_INLINE VF Sigmoid(VF x) {
   const DF d;
-  const VF e = hn::Exp(d, hn::Neg(hn::Abs(x)));
+  // NaN lanes go into Exp as 0: Highway's emulated targets convert Exp's argument to int, and
+  // NaN to int is undefined (UBSan); the result is replaced by NaN below anyway.
+  const VF e = hn::Exp(d, hn::Neg(hn::Abs(hn::IfThenZeroElse(hn::IsNaN(x), x))));
   const VF inv = hn::Div(hn::Set(d, 1.f), hn::Add(hn::Set(d, 1.f), e));
   return hn::IfThenElse(hn::IsNaN(x), x, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, inv), inv));
 }
@@ -356,7 +358,13 @@ HWY_INLINE float Max(const float* x, int64_t n) {
   }
   for (; i < n; i += l)
     m0 = hn::Max(m0, hn::IfThenElse(hn::FirstN(d, static_cast<size_t>(n - i)), LoadN(x + i, n - i), ninf));
-  return hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  // The lanes by hand, not hn::MaxOfLanes: Highway's emulated targets start that reduction from
+  // the lowest finite float, so all -inf lanes (an empty x) gave -FLT_MAX there.
+  alignas(64) float lanes[HWY_MAX_BYTES / sizeof(float)];
+  hn::Store(hn::Max(m0, m1), d, lanes);
+  float m = -HUGE_VALF;
+  for (int64_t j = 0; j < l; ++j) m = std::max(m, lanes[j]);
+  return m;
 }
 // sum (x[i] - center)^2: a variance without the cancellation of E[x^2] - mean^2.
 HWY_INLINE float SumSquares(const float* x, int64_t n, float center = 0.f) {
@@ -473,6 +481,14 @@ HWY_INLINE void ByRows(int64_t mr, F&& f) {
       return f(std::integral_constant<int64_t, 6>());
   }
 }
+// K = 0: C = 0 (or C unchanged when accumulating). Handled before the blocked loops, which
+// would offset B's pointer, null for an empty B, and that is undefined.
+inline bool EmptyProduct(int64_t k, View<float> c, bool accumulate) {
+  if (k != 0) return false;
+  if (!accumulate)
+    for (int64_t m = 0; m < c.rows; ++m) std::fill(c.row(m), c.row(m) + c.cols, 0.f);
+  return true;
+}
 }  // namespace detail
 
 // C = A B (or C += A B when `accumulate`): A is M x K, B is K x N, C is M x N, all strided
@@ -482,6 +498,7 @@ HWY_INLINE void ByRows(int64_t mr, F&& f) {
 // parallel_for over blocks of C's rows or columns.
 inline void MatMul(View<const float> a, View<const float> b, View<float> c, bool accumulate = false) {
   const int64_t m_total = c.rows, n_total = c.cols, k = a.cols;
+  if (detail::EmptyProduct(k, c, accumulate)) return;
   const int64_t nb = kNV * Lanes();
   int64_t n0 = 0;
   for (; n0 + nb <= n_total; n0 += nb)
@@ -525,6 +542,7 @@ inline void MatMul(View<const float> a, View<const float> b, View<float> c, bool
 // both paths compute the same products; sums may differ in rounding order only).
 inline void MatMulBF16(View<const bf16> a, View<const bf16> b, View<float> c, bool accumulate = false) {
   const int64_t m_total = c.rows, n_total = c.cols, k = a.cols;
+  if (detail::EmptyProduct(k, c, accumulate)) return;
   int64_t n0 = 0;
 #if defined(GBX_KAPI_HAVE_DPBF16) && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if (cpu_has_avx512_bf16()) {

@@ -3,7 +3,17 @@
 // one of heap memory; no-ops in other builds.
 #pragma once
 
+// GBX_ASAN: built with AddressSanitizer (gcc defines __SANITIZE_ADDRESS__, clang 14 only
+// answers __has_feature).
 #if defined(__SANITIZE_ADDRESS__)
+#define GBX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GBX_ASAN 1
+#endif
+#endif
+
+#if defined(GBX_ASAN)
 #include <sanitizer/asan_interface.h>
 #define GBX_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define GBX_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)

@@ -18,9 +18,7 @@
 #include "runtime/plan_cache.h"
 #include "runtime/session.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
+#include "base/asan_poison.h"  // GBX_ASAN, asan_interface.h under AddressSanitizer
 
 namespace gearbox {
 namespace {
@@ -263,7 +261,7 @@ TEST(DevicePool, FragmentationThroughASession) {
 // are gone, none of that poison may stay on the pool's address range, which the kernel hands
 // out again (libomp's registration page landed there at exit and read as use-after-poison).
 TEST(DevicePool, DestroyedPoolLeavesNoPoison) {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(GBX_ASAN)
   GTEST_SKIP() << "pool memory is poisoned only under AddressSanitizer (make test-asan runs this)";
 #else
   const void* base = nullptr;
