@@ -83,6 +83,39 @@ Status check_framing(const http::request_parser<http::string_body>& p, const std
   return Status::OK();
 }
 
+// Boost 1.74 reads a chunk extension's quoted string (parse_chunk_extensions) to the end of the
+// bytes it was given, past the CRLF that ends the chunk's line. With the quote not closed on the
+// line, it asks for more bytes, and each time the line is fed again it charges the chunk's size
+// against the body limit again (parse_chunk_header subtracts it before reading the extensions).
+// So the same bytes were malformed when read whole and a '"' followed the line, too large when
+// read in short pieces (the retries used the limit up), or waited on until the body's time limit,
+// buffering what came (found by fuzz/http_framing). A quoted string holds no CR or LF: once the
+// line's CRLF is in, an extension that Beast still reads is malformed. Called when Beast waits
+// at a chunk's line (`buf` starts there): checks the line with Beast's own grammar, bounded by
+// the line, so that a bad line fails now, whatever else is buffered or how it was read. (Beast
+// checks the last chunk's extension only once its trailers are in; this checks it sooner.)
+// `scanned`: how much of `buf` earlier calls searched for the line's end, npos once the line was
+// found good, so that a line arriving in many reads is searched once, not once a read.
+Status check_waiting_chunk_line(const std::string& buf, size_t& scanned) {
+  if (scanned == std::string::npos) return Status::OK();
+  size_t at = buf.compare(0, 2, "\r\n") == 0 ? 2 : 0;  // the CRLF closing the previous chunk's data
+  const size_t eol = buf.find("\r\n", std::max(at, scanned > 0 ? scanned - 1 : 0));  // a CR may end it
+  if (eol == std::string::npos) {
+    scanned = buf.size();
+    return Status::OK();  // the line is not all in: waiting is right
+  }
+  while (at < eol && std::isxdigit(static_cast<unsigned char>(buf[at]))) ++at;  // the chunk's size
+  const char* it = buf.data() + at;
+  boost::beast::error_code ec;
+  http::detail::basic_parser_base::parse_chunk_extensions(it, buf.data() + eol + 2, ec);
+  if (!ec && it == buf.data() + eol) {  // well-formed: Beast waits for the trailers
+    scanned = std::string::npos;
+    return Status::OK();
+  }
+  return make_error(ErrorCode::SERVE_HTTP_MALFORMED,
+                    "malformed request: bad chunk extension (it does not end where its line does)");
+}
+
 }  // namespace
 
 bool HttpRequest::has_header(const std::string& name) const {
@@ -99,6 +132,7 @@ struct RequestParser::Beast {
   http::request_parser<http::string_body> parser;
   std::string head;  // the header's bytes taken so far
   bool header_checked = false;
+  size_t chunk_line_scanned = 0;  // check_waiting_chunk_line's progress on the line Beast waits at
 };
 
 RequestParser::RequestParser(size_t max_header_bytes, size_t max_body_bytes)
@@ -151,6 +185,11 @@ RequestParser::Step RequestParser::feed(std::string& buf) {
     const size_t used = p.put(boost::asio::buffer(buf.data(), buf.size()), ec);
     buf.erase(0, used);
     if (ec && ec != http::error::need_more) return parse_error(ec);
+    // Beast only asks for more of a chunked body at a chunk's line (or the trailers after the
+    // last one), and that line is now at the start of `buf`.
+    if (used > 0) beast_->chunk_line_scanned = 0;  // Beast is at another line
+    if (ec && p.chunked())
+      if (Status st = check_waiting_chunk_line(buf, beast_->chunk_line_scanned); !st.ok()) return fail(std::move(st));
     if (used == 0 || ec) break;  // Beast needs more than `buf` holds (e.g. a whole chunk header)
   }
   return p.is_done() ? Step::Done : Step::NeedBody;

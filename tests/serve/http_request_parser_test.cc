@@ -147,5 +147,48 @@ TEST(HttpRequestParser, OversizedHeaderAndBodyAreTooLarge) {
   EXPECT_EQ(chunked.error.code(), ErrorCode::SERVE_REQUEST_TOO_LARGE) << chunked.error.to_string();
 }
 
+// Beast 1.74 reads a chunk extension's quoted string past the CRLF that ends the chunk's line, to
+// the end of the bytes it holds; with the quote unclosed it asked for more, and each retry charged
+// the chunk's size against the body limit again. So the same bytes were malformed read whole (a
+// later '"' and a byte no extension may hold), too large read in small pieces (the limit used up by
+// retries), or waited on forever. Found by fuzz/http_framing
+// (fuzz/regressions/http_framing/chunked-error-code-depends-on-read-size): every read size must
+// give the same outcome, and a line that is complete and malformed fails at once.
+TEST(HttpRequestParser, AChunkExtensionRunningPastItsLineIsMalformedWhateverTheReadSizes) {
+  const std::string head = "POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::vector<std::pair<std::string, std::string>> malformed = {
+      // The finding's shape: a 0x30-byte chunk (3/4 of the body limit below: the second retry
+      // exceeded it), its quote closed only in bytes after the line, then a byte that is no
+      // extension's.
+      {"closed after the line",
+       head + "4\r\nwxyz\r\n30;ext=\"in++\r\n" + std::string(40, 'x') + "\"\t\x08" + std::string(20, 'y')},
+      // Never closed: read whole, it waited for a '"' (the line's CRLF already in).
+      {"never closed", head + "5;a=\"x\r\nhello\r\n0\r\n\r\n"},
+      {"escaped quote", head + "5;a=\"x\\\"\r\nhello\r\n0\r\n\r\n"},
+      {"last chunk", head + "0;a=\"x\r\n\r\n"},
+      // A last chunk's line is complete and bad while its trailers are not in: it fails now.
+      {"last chunk, trailers to come", head + "0;a\"x\"\r\nT: t\r\n"},
+      // The search for a line's end resumes where the last read left it, on that line only.
+      {"after a long line", head + "10;n=a-long-well-formed-token\r\n0123456789abcdef\r\n0;a\"x\"\r\n"},
+  };
+  for (const auto& [name, wire] : malformed)
+    for (size_t piece = 1; piece <= wire.size(); ++piece) {
+      Parsed p = parse(wire, piece, 1 << 16, /*max_body=*/64);
+      ASSERT_FALSE(p.error.ok()) << name << " (piece " << piece << ") was not refused";
+      ASSERT_EQ(p.error.code(), ErrorCode::SERVE_HTTP_MALFORMED)
+          << name << " (piece " << piece << "): " << p.error.to_string();
+      EXPECT_TRUE(p.requests.empty()) << name;
+    }
+  // Well-formed extensions, quoted strings with an escaped quote among them, and a last chunk
+  // waiting for its trailers are still accepted, at every read size.
+  const std::string good = head + "5;name=\"v\\\"a; l\";x=y\r\nhello\r\n6;z\r\n world\r\n0;e=\"\"\r\nT: t\r\n\r\n";
+  for (size_t piece = 1; piece <= good.size(); ++piece) {
+    Parsed p = parse(good, piece, 1 << 16, /*max_body=*/64);
+    ASSERT_TRUE(p.error.ok()) << "piece " << piece << ": " << p.error.to_string();
+    ASSERT_EQ(p.requests.size(), 1u) << "piece " << piece;
+    EXPECT_EQ(p.requests[0].body, "hello world");
+  }
+}
+
 }  // namespace
 }  // namespace gearbox::serve
