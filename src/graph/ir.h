@@ -51,6 +51,10 @@ struct Node {
   // The engine the partitioner chose for this node ("cpu.dnnl"); empty before partitioning.
   // Recorded in the .gbm so a loaded model runs on the engines it was compiled for.
   std::string engine;
+  // The precision the node computes in when the precision pass lowered it (runtime/precision.h):
+  // BF16 = bf16 products with fp32 accumulation, its inputs and outputs staying as the graph
+  // types them; Undefined = in its inputs' dtype. Recorded in the .gbm.
+  DType compute_dtype = DType::Undefined;
   // "Conv" or "com.microsoft.Gelu": for messages.
   std::string qualified_op() const { return domain.empty() ? op_type : domain + "." + op_type; }
 };
@@ -89,6 +93,9 @@ struct Model {
   // The plugins a compiled model's nodes run on: name -> the version it was compiled with
   // (recorded by the partitioner's caller, written to and read from a .gbm).
   std::map<std::string, std::string> plugin_versions;
+  // The precision mode its nodes' compute dtypes were chosen under (runtime/precision.h;
+  // "allow_mix_precision_bf16"); empty: force_fp32. Written to and read from a .gbm.
+  std::string precision_mode;
 };
 
 // Calls fn(const Graph&) for each subgraph n holds (If branches, Loop/Scan bodies).

@@ -188,6 +188,11 @@ Verdict kernel_accepts(const KernelDef& def, const KernelQuery& q) {
   return s->supports ? s->supports(q) : accept();
 }
 
+bool kernel_computes_in(const KernelDef& def, DType dtype) {
+  const KernelSupport* s = KernelSupportTable::global().find(def.fn);
+  return s && std::find(s->compute.begin(), s->compute.end(), dtype) != s->compute.end();
+}
+
 std::string KernelContext::node_prefix() const {
   std::string domain = op_.domain.empty() ? "" : std::string(op_.domain) + ".";
   return "node '" + std::string(op_.name) + "' (" + domain + std::string(op_.op_type) + ", opset " +

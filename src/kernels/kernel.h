@@ -71,6 +71,9 @@ struct OpInfo {
   std::string_view domain;
   int opset = 0;  // the model's opset for this node's domain
   const AttributeMap* attrs = nullptr;
+  // The node's reduced compute precision (Node::compute_dtype), for a kernel that declared it
+  // (KernelSupport::compute); Undefined: compute in the inputs' dtype.
+  DType compute_dtype = DType::Undefined;
 };
 
 // Runs a subgraph (an If branch, a Loop/Scan body) with the given inputs; provided by the
@@ -115,6 +118,7 @@ class KernelContext {
 
   const OpInfo& op() const { return op_; }
   int opset() const { return op_.opset; }
+  DType compute_dtype() const { return op_.compute_dtype; }
 
   // Inputs: the node's input list, with omitted optional inputs as nullptr / none.
   size_t num_inputs() const { return inputs_.size(); }

@@ -12,6 +12,10 @@ struct KernelOptions {
   // cpu.dnnl may run 3x3 stride-1 convolutions as Winograd where it pays (docs/engines.md);
   // false: the direct algorithm everywhere (SessionOptions::conv_winograd = 0).
   bool conv_winograd = true;
+  // The session's CPU computes bf16 (AVX512_BF16 or AMX-BF16, as the device layer reports it,
+  // honouring GEARBOX_SIMULATE_MISSING_ISA): a node lowered to bf16 runs its bf16 kernel;
+  // false: it computes in fp32 (the precision fallback, runtime/precision.h).
+  bool bf16_arithmetic = false;
 };
 
 // The options installed on this thread, else the defaults.

@@ -107,6 +107,10 @@ struct KernelSupport {
   std::vector<std::vector<DType>> outputs = {};  // dtypes written at output i (checked statically)
   std::vector<TensorLayout> layouts = {};        // how its tensors are stored (empty: Plain)
   SupportsFn supports = nullptr;                 // the cases of its op it handles
+  // Reduced precisions the kernel computes a float32 node in (fp32 accumulation, I/O dtypes
+  // unchanged) when the precision pass lowers the node (runtime/precision.h) and the session's
+  // CPU has the arithmetic (KernelOptions::bf16_arithmetic): KernelContext::compute_dtype.
+  std::vector<DType> compute = {};
 };
 
 // The declarations, keyed by kernel function.
@@ -124,6 +128,9 @@ class KernelSupportTable {
 // Whether `def` takes the node `q` describes: its KernelDef dtypes, its declared input dtypes,
 // then its predicate. Static dims that are unknown make a shape-reading predicate answer Later.
 Verdict kernel_accepts(const KernelDef& def, const KernelQuery& q);
+
+// Whether `def` declared that it computes float32 nodes in `dtype` (KernelSupport::compute).
+bool kernel_computes_in(const KernelDef& def, DType dtype);
 
 // The kernel for `call` (a context made for an inner op, with its inputs) on the engines of
 // `parent` (KernelContext::engines; none: cpu.ref): the first whose kernel accepts it, the way

@@ -120,6 +120,10 @@ OpDescriptor make(std::string_view domain, std::string_view op, OpKind kind, Cos
   d.op_type = op;
   d.kind = kind;
   d.flops = cost;
+  d.precision = kind == OpKind::Contraction ? PrecisionClass::White
+                : kind == OpKind::Normalization || kind == OpKind::Reduction || kind == OpKind::Recurrent
+                    ? PrecisionClass::Black
+                    : PrecisionClass::Gray;
   return d;
 }
 // An element-wise unary op: in place, commutes with a transpose, one FLOP per element.
@@ -157,6 +161,9 @@ std::vector<OpDescriptor> build_table() {
   const auto view = [](OpDescriptor& d) { d.output_views_input0 = true; };
   const auto adds_residual_in_place = [](OpDescriptor& d) { d.kernel_overwrites_input = 3; };  // Z
   const auto preprocessing = [](OpDescriptor& d) { d.preprocessing = true; };
+  // Element-wise ops whose relative error grows with their argument (exp, log, pow) and the
+  // losses stay fp32 in the mixed-precision modes.
+  const auto keeps_fp32 = [](OpDescriptor& d) { d.precision = PrecisionClass::Black; };
   std::vector<OpDescriptor> t = {
       // element-wise unary
       unary("Abs"),
@@ -172,15 +179,15 @@ std::vector<OpDescriptor> build_table() {
       unary("Cosh"),
       unary("Elu"),
       unary("Erf"),
-      unary("Exp"),
+      with(unary("Exp"), keeps_fp32),
       unary("Floor"),
       unary("HardSigmoid", A::HardSigmoid),
       unary("HardSwish", A::HardSwish),
       unary("LeakyRelu", A::LeakyRelu),
-      unary("Log"),
+      with(unary("Log"), keeps_fp32),
       unary("Mish"),
       unary("Neg"),
-      unary("Reciprocal"),
+      with(unary("Reciprocal"), keeps_fp32),
       unary("Relu", A::Relu),
       unary("Round"),
       unary("Selu"),
@@ -189,7 +196,7 @@ std::vector<OpDescriptor> build_table() {
       unary("Sign"),
       unary("Sin"),
       unary("Sinh"),
-      unary("Softplus"),
+      with(unary("Softplus"), keeps_fp32),
       unary("Softsign"),
       unary("Sqrt"),
       unary("Tan"),
@@ -215,7 +222,7 @@ std::vector<OpDescriptor> build_table() {
       binary("Sub"),
       binary("Mul"),
       binary("Div"),
-      binary("Pow"),
+      with(binary("Pow"), keeps_fp32),
       binary("Mod"),
       binary("PRelu"),
       binary("BitShift"),
@@ -381,8 +388,8 @@ std::vector<OpDescriptor> build_table() {
       of("HammingWindow", OpKind::Other),
       of("HannWindow", OpKind::Other),
       of("MelWeightMatrix", OpKind::Other),
-      of("NegativeLogLikelihoodLoss", OpKind::Other),
-      of("SoftmaxCrossEntropyLoss", OpKind::Other),
+      with(of("NegativeLogLikelihoodLoss", OpKind::Other), keeps_fp32),
+      with(of("SoftmaxCrossEntropyLoss", OpKind::Other), keeps_fp32),
   };
   return t;
 }
@@ -405,6 +412,18 @@ const Table& table() {
 }
 
 }  // namespace
+
+std::string_view precision_class_name(PrecisionClass c) {
+  switch (c) {
+    case PrecisionClass::White:
+      return "white";
+    case PrecisionClass::Black:
+      return "black";
+    case PrecisionClass::Gray:
+      return "gray";
+  }
+  return "gray";
+}
 
 std::string_view op_kind_name(OpKind k) {
   switch (k) {

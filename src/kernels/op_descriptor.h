@@ -56,6 +56,14 @@ enum class TransposeRule : uint8_t {
   Broadcast,            // two inputs under broadcasting: op(T(a), T'(b)) = T(op(a, b)) with b re-shaped
 };
 
+// How the mixed-precision modes treat an op (runtime/precision.h; CANN's lists): White ops
+// are lowered to the reduced precision where a kernel computes them in it (contractions: the
+// products are exact in fp32 accumulation, the rounding of the inputs is the only loss), Black
+// ops stay fp32 (normalizations, reductions, exp/log/pow, losses: errors grow with the values
+// or the reduction length), Gray ops follow their producer.
+enum class PrecisionClass : uint8_t { Gray, White, Black };
+std::string_view precision_class_name(PrecisionClass c);  // "white", "black", "gray"
+
 // An activation a fused Conv/MatMul/Gemm can apply to its output ("activation" attribute).
 // Silu is not an op: the fusion matches Mul(x, Sigmoid(x)).
 enum class ActivationKind : uint8_t {
@@ -169,6 +177,9 @@ struct OpDescriptor {
   // Typically input preprocessing rather than the network (resizing, casting, layout changes):
   // the profile advisor suggests moving them out of the model when they take much of a run.
   bool preprocessing = false;
+  // For the mixed-precision modes: by kind (Contraction white; Normalization, Reduction,
+  // Recurrent black; the rest gray), with the exceptions the table names.
+  PrecisionClass precision = PrecisionClass::Gray;
   CostFn flops = nullptr;
   // Bytes moved (read and written) by one execution, where the op knows better than the sizes
   // of its tensors (a plugin's cost); null or a negative answer: those sizes (runtime/op_cost.h).

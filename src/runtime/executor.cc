@@ -8,6 +8,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "kernels/kernel_options.h"
 #include "kernels/op_descriptor.h"
 #include "runtime/control_flow.h"
 #include "runtime/node_observer.h"
@@ -66,7 +67,7 @@ Status Executor::plan_graph(const Graph& graph) {
     NodePlan np;
     np.node = &n;
     np.index = num_nodes_++;
-    np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs};
+    np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs, n.compute_dtype};
     // The node's engine first (runtime/partitioner.h placed it); unless an override forced
     // it, the engines after it in the priority list follow, so a dtype the chosen engine
     // lacks falls through to the next one. A node never placed gets every engine in order.
@@ -239,6 +240,10 @@ void Executor::record(const NodePlan& np, const KernelDef& def, const KernelCont
   // A composite kernel (a fused reference kernel) names the engines its inner ops ran on too.
   for (std::string_view e : ctx.inner_engines())
     if (e != def.engine) (r.engine += '+') += e;
+  // A node that computed in a reduced precision says so: "cpu.dnnl:bf16" (docs/precision.md).
+  if (ctx.compute_dtype() == DType::BF16 && current_kernel_options().bf16_arithmetic &&
+      kernel_computes_in(def, DType::BF16))
+    r.engine += ":bf16";
   r.run = frame.rc->run;
   r.depth = frame.depth;
   r.thread = prof.thread_id();

@@ -59,6 +59,22 @@ Support support(const Node& n, std::string_view engine) {
   return s;
 }
 
+}  // namespace
+
+const KernelDef* kernel_on(const Node& n, std::string_view engine, bool or_later) {
+  const KernelQuery q = static_query(n);
+  const KernelDef* later = nullptr;
+  for (const KernelDef& def : KernelRegistry::global().all()) {
+    if (def.engine != engine || !matches_op(def, n)) continue;
+    const Verdict v = kernel_accepts(def, q);
+    if (v.accepted() && output_dtypes_fit(def, n)) return &def;
+    if (v.later() && !later) later = &def;
+  }
+  return or_later ? later : nullptr;
+}
+
+namespace {
+
 // Every engine some kernel is registered for, sorted.
 std::vector<std::string> known_engines() {
   std::set<std::string> names;

@@ -75,6 +75,11 @@ struct Partition {
 // types and shapes of its inputs (initializers with their dims).
 KernelQuery static_query(const Node& n);
 
+// The kernel of `engine` that takes n (statically), or with `or_later` also one that may once
+// the run-time shapes are known; null when none. kernel_on(n, n.engine, true) is the kernel
+// partitioning chose.
+const KernelDef* kernel_on(const Node& n, std::string_view engine, bool or_later);
+
 Result<Partition> partition(Model& model, const std::vector<std::string>& engines,
                             const std::vector<EngineOverride>& overrides = {}, bool keep_placed = false);
 

@@ -14,6 +14,7 @@
 #include "base/buffer_version.h"
 #include "base/logging.h"
 #include "base/strings.h"
+#include "device/device.h"
 #include "device/memory_pool.h"
 #include "device/openmp.h"
 #include "graph/gbm/gbm_format.h"
@@ -152,8 +153,53 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
   GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, compiled));
   // What a .gbm written from this model records: the version of each plugin its nodes run on.
   if (!compiled) model.plugin_versions = plugin_versions_used(*model.graph);
+  // After partitioning: a node is lowered only onto a kernel of its engine that computes in
+  // the reduced precision. A compiled model keeps the choices it was compiled with.
+  GBX_ASSIGN_OR_RETURN(const PrecisionMode mode, parse_precision_mode(o.precision));
+  if (compiled) {
+    const std::string had = model.precision_mode.empty() ? "force_fp32" : model.precision_mode;
+    if (mode != PrecisionMode::ForceFp32 && had != precision_mode_name(mode))
+      GBX_LOG_WARN("PRECISION", "{}: compiled with precision mode {}; the requested {} does not apply to a .gbm "
+                   "(compile the .onnx again with it)", model.path, had, precision_mode_name(mode));
+    return out;
+  }
+  PrecisionLists lists;
+  if (!o.keep_dtype.empty()) GBX_RETURN_IF_ERROR(read_keep_dtype(o.keep_dtype, &lists));
+  if (!o.modify_mixlist.empty()) GBX_RETURN_IF_ERROR(read_modify_mixlist(o.modify_mixlist, &lists));
+  if (mode == PrecisionMode::ForceFp32 && !lists.empty())
+    GBX_LOG_WARN("PRECISION", "--keep-dtype / --modify-mixlist have no effect under force_fp32");
+  GBX_ASSIGN_OR_RETURN(out.precision, assign_precision(model, out.partition, mode, lists));
+  if (out.precision.moved > 0) {
+    // The regions and counts after the moves (the placements kept, overrides applied again).
+    GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, true));
+  }
+  model.precision_mode = mode == PrecisionMode::ForceFp32 ? "" : std::string(precision_mode_name(mode));
+  if (mode != PrecisionMode::ForceFp32) GBX_LOG_INFO("PRECISION", "{}", out.precision.summary());
+  for (const std::string& w : out.precision.warnings) GBX_LOG_WARN("PRECISION", "{}", w);
   return out;
 }
+
+namespace {
+// Whether this CPU computes the bf16 the model's nodes were lowered to (KernelOptions::
+// bf16_arithmetic); where it does not, those nodes compute in fp32 with a warning, or the
+// session fails with PRECISION_ISA_MISSING when the options forbid the fallback.
+Status check_reduced_precision(const Model& model, const SessionOptions& o, KernelOptions* kernel_options) {
+  const device::Capabilities caps = device::detect_cpu_capabilities();
+  kernel_options->bf16_arithmetic = caps.has("avx512_bf16") || caps.has("amx_bf16");
+  const size_t bf16_nodes = count_lowered(model, DType::BF16);
+  if (bf16_nodes == 0 || kernel_options->bf16_arithmetic) return Status::OK();
+  const std::string simulated = caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)";
+  if (!o.precision_fallback)
+    return make_error(ErrorCode::PRECISION_ISA_MISSING, model.path.empty() ? "the model" : model.path, ": ",
+                      bf16_nodes, " nodes compute in bf16 (", model.precision_mode,
+                      ") and this CPU has no bf16 arithmetic (AVX512_BF16 or AMX-BF16)", simulated,
+                      "; allow the fp32 fallback (drop --no-precision-fallback) or compile for this CPU");
+  GBX_LOG_WARN("PRECISION", "{}: {} nodes were compiled to compute in bf16 ({}), but this CPU has no bf16 arithmetic{}: "
+               "they compute in fp32 (as accurate, and as fast as force_fp32)",
+               model.path.empty() ? "the model" : model.path, bf16_nodes, model.precision_mode, simulated);
+  return Status::OK();
+}
+}  // namespace
 
 Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions options, bool compiled) {
   device::configure_openmp();  // before this process's first OpenMP call
@@ -166,7 +212,9 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   GBX_ASSIGN_OR_RETURN(OptimizedModel optimized, optimize_and_partition(s->model_, s->options_, compiled));
   s->optimizer_report_ = std::move(optimized.report);
   s->partition_ = std::move(optimized.partition);
+  s->precision_report_ = std::move(optimized.precision);
   s->kernel_options_.conv_winograd = s->options_.conv_winograd != 0;
+  GBX_RETURN_IF_ERROR(check_reduced_precision(s->model_, s->options_, &s->kernel_options_));
   GBX_ASSIGN_OR_RETURN(s->executor_, Executor::create(s->model_, s->options_.engine, s->partition_.forced));
   // Resolved now, so a bad GEARBOX_DEVICE_MEMORY is an error at load rather than at a run.
   s->device_pool_ = s->options_.device_pool;

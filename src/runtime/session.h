@@ -22,6 +22,7 @@
 #include "kernels/kernel.h"
 #include "kernels/kernel_options.h"
 #include "runtime/partitioner.h"
+#include "runtime/precision.h"
 
 namespace gearbox {
 
@@ -59,8 +60,17 @@ struct SessionOptions {
   // cpu.dnnl's Winograd convolutions (docs/engines.md): -1: GEARBOX_CONV_WINOGRAD (0 or 1),
   // else on; 0 off (direct convolution everywhere); 1 on.
   int conv_winograd = -1;
-  // Placeholder for the precision mode of the coming precision pass: only "" / "fp32" now.
+  // The precision mode (runtime/precision.h, docs/precision.md): CANN's names
+  // ("allow_mix_precision_bf16"), "" or "fp32" for force_fp32. Empty: GEARBOX_PRECISION_MODE,
+  // else force_fp32. Resolved to the mode's name (PRECISION_MODE_UNKNOWN otherwise). A .gbm
+  // keeps the mode it was compiled with.
   std::string precision;
+  // --keep-dtype and --modify-mixlist files (runtime/precision.h), read when the model is
+  // optimized; empty: none.
+  std::string keep_dtype, modify_mixlist;
+  // A node lowered to bf16 on a CPU without bf16 arithmetic computes in fp32 (a warning at
+  // load says so); false: such a model is PRECISION_ISA_MISSING.
+  bool precision_fallback = true;
   // The device memory pool the session's tensors are allocated from (runtime/buffer_pool.h).
   // nullptr: the CPU device's pool (GEARBOX_DEVICE_MEMORY). Another pool must outlive the
   // session and every tensor its runs returned.
@@ -96,6 +106,7 @@ std::string resolve_engines(const std::string& requested);
 struct OptimizedModel {
   OptimizerReport report;
   Partition partition;
+  PrecisionReport precision;  // the precision pass's (empty for a compiled model)
 };
 Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions& resolved, bool compiled = false);
 
@@ -135,6 +146,8 @@ class Session {
   int threads() const { return options_.threads; }
   // Where the partitioner placed the nodes (regions, nodes per engine): for reports.
   const Partition& partition() const { return partition_; }
+  // Which nodes the precision pass lowered (empty for a .gbm: Node::compute_dtype has them).
+  const PrecisionReport& precision_report() const { return precision_report_; }
   // The options as resolved at load (engine list filled in): what re-optimizing the same
   // model needs to reproduce this session's graph.
   const SessionOptions& options() const { return options_; }
@@ -208,6 +221,7 @@ class Session {
   std::unique_ptr<PlanCache> plan_cache_;
   OptimizerReport optimizer_report_;
   Partition partition_;
+  PrecisionReport precision_report_;
   device::MemoryPool* device_pool_ = nullptr;
   KernelOptions kernel_options_;  // from options_, installed on the calling thread for each run
   // Runs hold it shared, update_weight exclusively: a weight never changes under a run.

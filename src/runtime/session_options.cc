@@ -15,6 +15,7 @@
 #include "device/openmp.h"
 #include "kernels/kernel.h"
 #include "runtime/plugin_loader.h"
+#include "runtime/precision.h"
 #include "runtime/session.h"
 
 namespace gearbox {
@@ -158,9 +159,9 @@ Result<SessionOptions> resolve_session_options(SessionOptions o) {
   // Passes that pay only on some engine (layout_nhwc) need to know which ones will run.
   o.optimizer.engines = o.engine;
 
-  if (!o.precision.empty() && o.precision != "fp32")
-    return make_error(ErrorCode::USAGE, "precision '", o.precision,
-                      "' is not available yet: this gearbox runs fp32 models as exported (use fp32 or leave it unset)");
+  if (o.precision.empty()) o.precision = env_value("GEARBOX_PRECISION_MODE");
+  GBX_ASSIGN_OR_RETURN(PrecisionMode mode, parse_precision_mode(o.precision));
+  o.precision = std::string(precision_mode_name(mode));
   return o;
 }
 

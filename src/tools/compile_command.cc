@@ -140,6 +140,9 @@ int compile(const CompileOptions& o) {
   std::cout << "compiled " << o.model << " -> " << o.output << ": " << rep->nodes_before << " -> "
             << rep->nodes_after << " nodes, " << gbm_bytes << " bytes (target " << o.target << ")\n";
   std::cout << "partition: " << part->summary() << "\n";
+  const PrecisionReport& prec = optimized->precision;
+  std::cout << "precision: " << prec.summary() << "\n";
+  for (const std::string& w : prec.warnings) std::cout << "  warning: " << w << "\n";
   if (!rep->memory.made())
     std::cout << "memory plan: not made: " << rep->memory.not_made << "\n";
   else
@@ -152,6 +155,12 @@ int compile(const CompileOptions& o) {
     j["target"] = o.target;
     j["required_isa"] = wo.required_isa;
     j["partition"] = partition_json(*part);
+    j["precision"] = {{"mode", precision_mode_name(prec.mode)},
+                      {"float_nodes", prec.float_nodes},
+                      {"lowered", prec.lowered},
+                      {"kept", prec.kept},
+                      {"moved_engine", prec.moved},
+                      {"warnings", prec.warnings}};
     if (Status st = write_file_atomically(o.report_path, j.dump(2) + "\n"); !st.ok()) return report(st);
   }
   return 0;

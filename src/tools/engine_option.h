@@ -1,7 +1,8 @@
 // The session flags every command that builds a session offers (run, bench, profile, serve,
 // compile), defined once here so their names, text and meaning cannot drift apart:
 //   --threads N, --engines LIST, --engine NODE_OR_OPTYPE=ENGINE, --disable-pass NAME,
-//   --fusion-switch FILE.json, --no-winograd, --op-path DIRS_OR_LIBS
+//   --fusion-switch FILE.json, --no-winograd, --op-path DIRS_OR_LIBS, --precision-mode MODE,
+//   --keep-dtype FILE, --modify-mixlist FILE.json, --no-precision-fallback
 // They fill a SessionOptions (runtime/session.h); what a flag leaves unset is filled from the
 // environment by resolve_session_options when the session is created (or compile starts).
 #pragma once
@@ -23,6 +24,9 @@ struct SessionFlags {
   std::string fusion_switch;                  // --fusion-switch FILE.json
   bool no_winograd = false;                   // --no-winograd
   std::string op_path;                        // --op-path DIR:LIB.so (custom-op plugins)
+  std::string precision_mode;                 // --precision-mode allow_mix_precision_bf16 (runtime/precision.h)
+  std::string keep_dtype, modify_mixlist;     // --keep-dtype FILE, --modify-mixlist FILE.json
+  bool no_precision_fallback = false;         // --no-precision-fallback
 
   // The options these flags ask for, on top of `base` (a command's own settings such as
   // optimizer.plan_memory). FUSION_SWITCH_INVALID / PASS_UNKNOWN for a bad --fusion-switch file.

@@ -113,8 +113,16 @@ TEST(SessionOptions, NumericEnvironmentValuesAreValidated) {
     EXPECT_EQ(resolve_session_options({}).status().code(), ErrorCode::ENV_VALUE_INVALID);
   }
   SessionOptions bf16;
-  bf16.precision = "bf16";  // a placeholder until the precision pass exists
-  EXPECT_EQ(resolve_session_options(bf16).status().code(), ErrorCode::USAGE);
+  bf16.precision = "bf16";  // not a mode's name (allow_mix_precision_bf16 is)
+  EXPECT_EQ(resolve_session_options(bf16).status().code(), ErrorCode::PRECISION_MODE_UNKNOWN);
+  {
+    ScopedEnv env("GEARBOX_PRECISION_MODE", "mixed");
+    EXPECT_EQ(resolve_session_options({}).status().code(), ErrorCode::PRECISION_MODE_UNKNOWN);
+  }
+  {
+    ScopedEnv env("GEARBOX_PRECISION_MODE", "allow_mix_precision_bf16");
+    EXPECT_EQ(resolve_session_options({})->precision, "allow_mix_precision_bf16");
+  }
 }
 
 // Resolving is idempotent: what Session::options() reports re-resolves to itself, so a .gbm

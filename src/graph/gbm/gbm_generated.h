@@ -739,7 +739,8 @@ struct Node FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
     VT_INPUTS = 12,
     VT_OUTPUTS = 14,
     VT_ATTRS = 16,
-    VT_ENGINE = 18
+    VT_ENGINE = 18,
+    VT_COMPUTE_DTYPE = 20
   };
   const flatbuffers::String *name() const {
     return GetPointer<const flatbuffers::String *>(VT_NAME);
@@ -765,6 +766,9 @@ struct Node FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
   const flatbuffers::String *engine() const {
     return GetPointer<const flatbuffers::String *>(VT_ENGINE);
   }
+  int32_t compute_dtype() const {
+    return GetField<int32_t>(VT_COMPUTE_DTYPE, 0);
+  }
   bool Verify(flatbuffers::Verifier &verifier) const {
     return VerifyTableStart(verifier) &&
            VerifyOffset(verifier, VT_NAME) &&
@@ -783,6 +787,7 @@ struct Node FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {
            verifier.VerifyVectorOfTables(attrs()) &&
            VerifyOffset(verifier, VT_ENGINE) &&
            verifier.VerifyString(engine()) &&
+           VerifyField<int32_t>(verifier, VT_COMPUTE_DTYPE, 4) &&
            verifier.EndTable();
   }
 };
@@ -815,6 +820,9 @@ struct NodeBuilder {
   void add_engine(flatbuffers::Offset<flatbuffers::String> engine) {
     fbb_.AddOffset(Node::VT_ENGINE, engine);
   }
+  void add_compute_dtype(int32_t compute_dtype) {
+    fbb_.AddElement<int32_t>(Node::VT_COMPUTE_DTYPE, compute_dtype, 0);
+  }
   explicit NodeBuilder(flatbuffers::FlatBufferBuilder &_fbb)
         : fbb_(_fbb) {
     start_ = fbb_.StartTable();
@@ -835,8 +843,10 @@ inline flatbuffers::Offset<Node> CreateNode(
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> inputs = 0,
     flatbuffers::Offset<flatbuffers::Vector<int32_t>> outputs = 0,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<gearbox::gbm::fb::Attribute>>> attrs = 0,
-    flatbuffers::Offset<flatbuffers::String> engine = 0) {
+    flatbuffers::Offset<flatbuffers::String> engine = 0,
+    int32_t compute_dtype = 0) {
   NodeBuilder builder_(_fbb);
+  builder_.add_compute_dtype(compute_dtype);
   builder_.add_engine(engine);
   builder_.add_attrs(attrs);
   builder_.add_outputs(outputs);
@@ -857,7 +867,8 @@ inline flatbuffers::Offset<Node> CreateNodeDirect(
     const std::vector<int32_t> *inputs = nullptr,
     const std::vector<int32_t> *outputs = nullptr,
     const std::vector<flatbuffers::Offset<gearbox::gbm::fb::Attribute>> *attrs = nullptr,
-    const char *engine = nullptr) {
+    const char *engine = nullptr,
+    int32_t compute_dtype = 0) {
   auto name__ = name ? _fbb.CreateString(name) : 0;
   auto op_type__ = op_type ? _fbb.CreateString(op_type) : 0;
   auto domain__ = domain ? _fbb.CreateString(domain) : 0;
@@ -874,7 +885,8 @@ inline flatbuffers::Offset<Node> CreateNodeDirect(
       inputs__,
       outputs__,
       attrs__,
-      engine__);
+      engine__,
+      compute_dtype);
 }
 
 struct Opset FLATBUFFERS_FINAL_CLASS : private flatbuffers::Table {

@@ -364,6 +364,12 @@ class Reader {
         n->domain = str(fn->domain());
         n->opset = fn->opset();
         n->engine = str(fn->engine());
+        if (fn->compute_dtype() != 0) {
+          // Only bf16 is a compute precision today; any other number is a newer writer's.
+          if (fn->compute_dtype() != static_cast<int>(DType::BF16))
+            return bad("node '" + n->name + "' has compute dtype " + std::to_string(fn->compute_dtype()));
+          n->compute_dtype = DType::BF16;
+        }
         if (n->op_type.empty()) return bad("a node has no op_type");
         if (fn->inputs())
           for (int32_t i : *fn->inputs()) {
@@ -414,6 +420,8 @@ class Reader {
     model.ir_version = m_->ir_version();
     model.producer_name = str(m_->producer_name());
     model.producer_version = str(m_->producer_version());
+    // "fp32" is what writers before the precision modes recorded.
+    if (const std::string mode = str(m_->precision()); mode != "fp32") model.precision_mode = mode;
     if (m_->opsets())
       for (const auto* o : *m_->opsets()) model.opsets[str(o->domain())] = o->version();
     if (m_->plugins())

@@ -72,7 +72,7 @@ class Writer {
     for (const auto& [name, plugin_version] : model_.plugin_versions)
       plugins.push_back(fb::CreatePlugin(b_, b_.CreateString(name), b_.CreateString(plugin_version)));
     auto root = fb::CreateModel(
-        b_, kFormatVersion, b_.CreateString(version), b_.CreateVector(isa), b_.CreateString(options_.precision),
+        b_, kFormatVersion, b_.CreateString(version), b_.CreateVector(isa), b_.CreateString(model_.precision_mode.empty() ? "fp32" : model_.precision_mode),
         model_.ir_version, b_.CreateString(model_.producer_name), b_.CreateString(model_.producer_version),
         b_.CreateString(g.name), b_.CreateVector(opsets), b_.CreateVector(values), nodes, b_.CreateVector(inputs),
         b_.CreateVector(outputs), b_.CreateVector(inits), memory, b_.CreateString(options_.optimizer_report_json),
@@ -212,7 +212,7 @@ class Writer {
     GBX_ASSIGN_OR_RETURN(auto outs, indices(n.outputs));
     return fb::CreateNode(b_, b_.CreateString(n.name), b_.CreateString(n.op_type), b_.CreateString(n.domain), n.opset,
                           b_.CreateVector(ins), b_.CreateVector(outs), b_.CreateVector(attrs),
-                          n.engine.empty() ? 0 : b_.CreateString(n.engine));
+                          n.engine.empty() ? 0 : b_.CreateString(n.engine), static_cast<int>(n.compute_dtype));
   }
 
   const Model& model_;

@@ -15,7 +15,6 @@ namespace gearbox::gbm {
 
 struct WriteOptions {
   std::vector<std::string> required_isa;  // CPU features a loader must have (empty: generic)
-  std::string precision = "fp32";
   std::string optimizer_report_json;       // OptimizerReport::to_json() of the compile
   MemoryPlan memory;                        // the optimizer's memory plan
   // Features a reader must implement to load the file (gbm.fbs required_features); none yet.

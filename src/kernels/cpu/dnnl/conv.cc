@@ -26,6 +26,14 @@
 // differs from the direct sum's, within the parity tolerance.
 // SessionOptions::conv_winograd = 0 (GEARBOX_CONV_WINOGRAD=0, --no-winograd) turns it off
 // (direct convolution everywhere).
+//
+// Reduced precision: a node the precision pass lowered to bf16 (runtime/precision.h) runs a
+// bf16 primitive where the CPU has bf16 arithmetic: X is converted to bf16 on its way into
+// the primitive's layout (the reorder that NCHW tensors take anyway), W once into the cached
+// blocked copy, and the products accumulate in fp32 into an fp32 Y, bias, residual and
+// activation applied in fp32. oneDNN 2.6 has no bf16 Winograd, so such a node runs the direct
+// algorithm (VDPBF16PS does twice the products of an fp32 FMA per instruction, which is what
+// Winograd's 2.25x fewer products gave).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -232,7 +240,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
                          ? ctx.node_cache()
                          : nullptr;
   if (cache && (z_in || !(fused && ctx.has_input(3)))) {
-    if (auto st = fitting_state(cache, x, w, b_in, z_in, winograd_enabled())) {
+    if (auto st = fitting_state(cache, x, w, b_in, z_in, winograd_enabled() && !computes_bf16(ctx))) {
       g_state_reuses.fetch_add(1, std::memory_order_relaxed);
       Tensor sub;
       if (st->sub_sh) {
@@ -275,9 +283,11 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   if (z) po.append_sum(1.f);  // dst holds Z before the run: conv + b + Z, then the activation
   if (fused && !append_activation(ctx, po, &act_sig)) return outside_supports(ctx, "this activation");
 
-  const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled();
+  const bool bf16 = computes_bf16(ctx);
+  const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled() && !bf16;
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
   const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
+                          (bf16 ? "bf16|" : "") +
                           to_string(xin.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
                           join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) +
                           join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
@@ -293,12 +303,15 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       cp->dst_plain = memory::desc(dst_d, memory::data_type::f32, act_tag);
       cp->bias_plain = plain_md({m});
       const auto f32 = memory::data_type::f32;
-      // Channels-last and blocked activations are taken as they are (no reorder per run);
-      // NCHW ones let the primitive pick its layout and are reordered in and out.
+      // The products' type: X and W are converted to it (bf16 above), Y stays fp32.
+      const auto in_dt = bf16 ? memory::data_type::bf16 : f32;
+      // Channels-last and blocked activations are taken as they are (no reorder per run, but
+      // the conversion to bf16); NCHW ones let the primitive pick its layout and are
+      // reordered in and out.
       const bool as_stored = layout != Layout::Nchw;
-      memory::desc src_any = as_stored ? cp->src_plain : memory::desc(src_d, f32, tag::any);
+      memory::desc src_any = memory::desc(src_d, in_dt, as_stored ? act_tag : tag::any);
       memory::desc dst_any = as_stored ? cp->dst_plain : memory::desc(dst_d, f32, tag::any);
-      memory::desc wei_any(wei_d, f32, tag::any);
+      memory::desc wei_any(wei_d, in_dt, tag::any);
       const memory::dims strides{win.strides[0], win.strides[1]};
       const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
       const memory::dims pl{win.pad_begin[0], win.pad_begin[1]}, pr{win.pad_end[0], win.pad_end[1]};
@@ -398,18 +411,22 @@ namespace {
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32}, conv});
 GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
-                          .supports = conv_supports<false, Layout::Nchw>});
+                          .supports = conv_supports<false, Layout::Nchw>,
+                          .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
 GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
-                                .supports = conv_supports<true, Layout::Nchw>});
+                                .supports = conv_supports<true, Layout::Nchw>,
+                                .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
 GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
                                .layouts = {TensorLayout::Nhwc},
-                               .supports = conv_supports<true, Layout::Nhwc>});
+                               .supports = conv_supports<true, Layout::Nhwc>,
+                               .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32}, nchw16c_conv});
 GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
                                   .layouts = {TensorLayout::Nchw16c},
-                                  .supports = conv_supports<true, Layout::Nchw16c>});
+                                  .supports = conv_supports<true, Layout::Nchw16c>,
+                                  .compute = {DType::BF16}});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -8,6 +8,7 @@
 
 #include "base/buffer_version.h"
 #include "base/lru_cache.h"
+#include "kernels/kernel_options.h"
 #include "kernels/op_descriptor.h"
 
 namespace gearbox::dnnl_engine {
@@ -178,6 +179,10 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
 
 int64_t weight_reorder_count() { return g_reorders.load(); }
 size_t weight_cache_size() { return weight_lru().size(); }
+
+bool computes_bf16(const KernelContext& ctx) {
+  return ctx.compute_dtype() == DType::BF16 && current_kernel_options().bf16_arithmetic;
+}
 
 bool append_activation(const KernelContext& ctx, dnnl::post_ops& po, std::string* sig) {
   using A = dnnl::algorithm;

@@ -142,6 +142,11 @@ int64_t conv_state_reuses();
 // Times a strided 1x1 NhwcConv ran at unit stride on its gathered pixels (conv.cc strided_1x1).
 int64_t strided_1x1_subsamples();
 
+// True when the node was lowered to bf16 (KernelContext::compute_dtype) and the session's
+// CPU computes bf16 (KernelOptions::bf16_arithmetic): the kernel then runs a bf16 primitive
+// with fp32 accumulation; otherwise it computes in fp32.
+bool computes_bf16(const KernelContext& ctx);
+
 // Appends the fused activation named by the node's "activation"/"activation_params"
 // attributes (see kernels/cpu/ref/fused_util.h) as eltwise post-ops. False when the name
 // has no oneDNN equivalent (the kernels' supports() refuse such a node: has_dnnl_activation).

@@ -15,6 +15,12 @@
 // batch dims are all 1 let oneDNN choose B's layout (format any: a blocked layout its brgemm
 // kernels read directly) and reorder B into it once, cached (dnnl_util.h reordered_weights);
 // with a plain B oneDNN packs it again inside every execution.
+//
+// Reduced precision: a node the precision pass lowered to bf16 (runtime/precision.h) runs a
+// bf16 matmul where the CPU has bf16 arithmetic: A is converted to bf16 before each run (and
+// transposed there for Gemm's transA), B converted once into the cached packed copy when it is
+// a constant (else on each run), and the products accumulate in fp32 into an fp32 C, bias,
+// alpha, beta * C and activation applied in fp32.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +37,7 @@ using dnnl::memory;
 struct MatMulPrim {
   dnnl::matmul prim;
   memory::desc a_md, b_md, c_md, scratch_md;
+  memory::desc a_src_md;  // A as it lies when it is converted into a_md first (bf16); else zero
   memory::desc bias_md;  // FusedMatMul's bias as binary_add post-op 0; zero desc when none
 };
 
@@ -50,9 +57,16 @@ std::shared_ptr<MatMulPrim> make_matmul(const memory::desc& a, const memory::des
   return mp;
 }
 
-void run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, const void* bias = nullptr) {
+Status run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, const void* bias = nullptr) {
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = thread_stream();
+  Tensor a_buf;  // A converted to bf16, alive until the run ends
+  if (p.a_src_md != memory::desc()) {
+    GBX_ASSIGN_OR_RETURN(void* converted, pooled_buffer(p.a_md, &a_buf));
+    memory src(p.a_src_md, eng, const_cast<void*>(a)), dst(p.a_md, eng, converted);
+    dnnl::reorder(src, dst).execute(s, src, dst);
+    a = converted;
+  }
   memory am(p.a_md, eng, const_cast<void*>(a)), cm(p.c_md, eng, c);
   memory scratch(p.scratch_md, eng);
   std::unordered_map<int, memory> args{
@@ -61,6 +75,14 @@ void run_matmul(const MatMulPrim& p, const void* a, const memory& bm, float* c, 
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, memory(p.bias_md, eng, const_cast<void*>(bias)));
   p.prim.execute(s, args);
   s.wait();
+  return Status::OK();
+}
+
+// The bf16 form of an fp32 operand descriptor: the same dims, plain row-major.
+memory::desc bf16_plain(const memory::dims& d) {
+  memory::dims strides(d.size(), 1);
+  for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
+  return memory::desc(d, memory::data_type::bf16, strides);
 }
 
 // MatMul/FusedMatMul on concrete dims (bias: FusedMatMul's, null when none); "" when handled.
@@ -116,15 +138,20 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
   // Constant weights without batch dims get a blocked layout, reordered once (see the top).
   bool packed_b = ctx.input_is_constant(1);
   for (size_t i = 0; i + 2 < r; ++i) packed_b = packed_b && bd[i] == 1;
+  const bool bf16 = computes_bf16(ctx);
   try {
-    const std::string key =
-        std::string(fused ? "fmatmul|" : "matmul|") + to_string(ad) + to_string(bd) + sig + (packed_b ? "|wany" : "");
+    const std::string key = std::string(fused ? "fmatmul|" : "matmul|") + to_string(ad) + to_string(bd) + sig +
+                            (packed_b ? "|wany" : "") + (bf16 ? "|bf16" : "");
     auto p = cached<MatMulPrim>(key, [&] {
       dnnl::primitive_attr attr;
       if (fused) attr.set_post_ops(po);
-      const memory::desc b_md =
-          packed_b ? memory::desc(to_dims(bd), memory::data_type::f32, memory::format_tag::any) : plain_md(to_dims(bd));
-      auto mp = make_matmul(plain_md(to_dims(ad)), b_md, plain_md(to_dims(cd)), attr);
+      const auto in_dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+      const memory::desc b_md = packed_b ? memory::desc(to_dims(bd), in_dt, memory::format_tag::any)
+                                : bf16     ? bf16_plain(to_dims(bd))
+                                           : plain_md(to_dims(bd));
+      const memory::desc a_md = bf16 ? bf16_plain(to_dims(ad)) : plain_md(to_dims(ad));
+      auto mp = make_matmul(a_md, b_md, plain_md(to_dims(cd)), attr);
+      if (bf16) mp->a_src_md = plain_md(to_dims(ad));
       if (bias) {
         memory::dims bdims(r, 1);
         bdims[r - 1] = cd[r - 1];
@@ -135,7 +162,7 @@ Status matmul_impl(KernelContext& ctx, bool fused) {
     // The output keeps the rank of the higher-rank input.
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, cd));
     const memory bm = reordered_weights(b, plain_md(to_dims(bd)), p->b_md, packed_b);
-    run_matmul(*p, a.raw(), bm, y.data<float>(), bias ? bias->raw() : nullptr);
+    GBX_RETURN_IF_ERROR(run_matmul(*p, a.raw(), bm, y.data<float>(), bias ? bias->raw() : nullptr));
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
@@ -157,18 +184,25 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
   std::string sig;
   if (c) po.append_sum(beta);  // dst = alpha A B + beta dst, dst pre-filled with C
   if (fused && !append_activation(ctx, po, &sig)) return outside_supports(ctx, "this activation");  // FusedGemm
+  const bool bf16 = computes_bf16(ctx);
+  // B as it lies: read in place in fp32; converted into a packed bf16 copy (cached when it is a
+  // constant) when the node computes in bf16.
+  const auto f32 = memory::data_type::f32;
+  const memory::desc b_stored = tb ? memory::desc({k, n}, f32, {1, k}) : plain_md({k, n});
   try {
     const std::string key = sig + "gemm|" + std::to_string(m) + "," + std::to_string(k) + "," + std::to_string(n) +
                             (ta ? "T" : "N") + (tb ? "T" : "N") + key_float(alpha) + "|" +
-                            (c ? key_float(beta) : std::string("-"));
+                            (c ? key_float(beta) : std::string("-")) + (bf16 ? "|bf16" : "");
     auto p = cached<MatMulPrim>(key, [&] {
-      const auto f32 = memory::data_type::f32;
-      memory::desc amd = ta ? memory::desc({m, k}, f32, {1, m}) : plain_md({m, k});
-      memory::desc bmd = tb ? memory::desc({k, n}, f32, {1, k}) : plain_md({k, n});
+      const memory::desc a_stored = ta ? memory::desc({m, k}, f32, {1, m}) : plain_md({m, k});
       dnnl::primitive_attr attr;
       if (alpha != 1.f) attr.set_output_scales(0, {alpha});
       attr.set_post_ops(po);
-      return make_matmul(amd, bmd, plain_md({m, n}), attr);
+      if (!bf16) return make_matmul(a_stored, b_stored, plain_md({m, n}), attr);
+      auto mp = make_matmul(bf16_plain({m, k}), memory::desc({k, n}, memory::data_type::bf16, memory::format_tag::any),
+                            plain_md({m, n}), attr);
+      mp->a_src_md = a_stored;
+      return mp;
     });
     GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {m, n}));
     float* yp = y.data<float>();
@@ -179,7 +213,9 @@ Status gemm_impl(KernelContext& ctx, bool fused) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) yp[i * n + j] = cp[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
     }
-    run_matmul(*p, a.raw(), memory(p->b_md, cpu_engine(), const_cast<void*>(b.raw())), yp);
+    const memory bm = bf16 ? reordered_weights(b, b_stored, p->b_md, ctx.input_is_constant(1))
+                           : memory(p->b_md, cpu_engine(), const_cast<void*>(b.raw()));
+    GBX_RETURN_IF_ERROR(run_matmul(*p, a.raw(), bm, yp));
     ctx.set_output(0, std::move(y));
     return Status::OK();
   } catch (const dnnl::error& e) {
@@ -194,16 +230,20 @@ Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
 GBX_REGISTER_KERNEL({"", "MatMul", 1, 18, kEngineDnnl, {DType::F32}, matmul});
 GBX_KERNEL_SUPPORT(matmul, {.inputs = {{DType::F32}, {DType::F32}},
-                            .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>});
+                            .supports = matmul_family_supports<false, has_dnnl_activation, matmul_refusal>,
+                            .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"", "Gemm", 7, 18, kEngineDnnl, {DType::F32}, gemm});
 GBX_KERNEL_SUPPORT(gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
-                          .supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>});
+                          .supports = gemm_family_supports<false, has_dnnl_activation, gemm_refusal>,
+                          .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedMatMul", 1, 1, kEngineDnnl, {DType::F32}, fused_matmul});
 GBX_KERNEL_SUPPORT(fused_matmul, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
-                                  .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>});
+                                  .supports = matmul_family_supports<true, has_dnnl_activation, matmul_refusal>,
+                                  .compute = {DType::BF16}});
 GBX_REGISTER_KERNEL({"com.gearbox", "FusedGemm", 1, 1, kEngineDnnl, {DType::F32}, fused_gemm});
 GBX_KERNEL_SUPPORT(fused_gemm, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}},
-                                .supports = gemm_family_supports<true, has_dnnl_activation, gemm_refusal>});
+                                .supports = gemm_family_supports<true, has_dnnl_activation, gemm_refusal>,
+                                .compute = {DType::BF16}});
 
 }  // namespace
 }  // namespace gearbox::dnnl_engine

@@ -1,0 +1,308 @@
+#include "runtime/precision.h"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <unordered_set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+#include "kernels/kernel_support.h"
+#include "runtime/partitioner.h"
+
+namespace gearbox {
+namespace {
+
+struct ModeName {
+  PrecisionMode mode;
+  std::string_view name;
+};
+constexpr std::array<ModeName, 7> kModes{{
+    {PrecisionMode::ForceFp32, "force_fp32"},
+    {PrecisionMode::AllowFp32ToBf16, "allow_fp32_to_bf16"},
+    {PrecisionMode::AllowFp32ToFp16, "allow_fp32_to_fp16"},
+    {PrecisionMode::AllowMixBf16, "allow_mix_precision_bf16"},
+    {PrecisionMode::AllowMixFp16, "allow_mix_precision_fp16"},
+    {PrecisionMode::ForceBf16, "force_bf16"},
+    {PrecisionMode::ForceFp16, "force_fp16"},
+}};
+
+bool is_mix(PrecisionMode m) { return m == PrecisionMode::AllowMixBf16 || m == PrecisionMode::AllowMixFp16; }
+bool is_force(PrecisionMode m) { return m == PrecisionMode::ForceBf16 || m == PrecisionMode::ForceFp16; }
+
+// The op type a user names for a node: gearbox's fused and re-laid-out forms answer to the op
+// they came from (com.gearbox.FusedConv, NhwcConv and Nchw16cConv to "Conv", FusedMatMul to
+// "MatMul"), so a list written against the model still applies after the passes.
+std::string user_op_type(const Node& n) {
+  if (n.domain != kGearboxDomain) return n.qualified_op();
+  for (std::string_view prefix : {"Fused", "Nhwc", "Nchw16c"})
+    if (n.op_type.size() > prefix.size() && n.op_type.compare(0, prefix.size(), prefix) == 0)
+      return n.op_type.substr(prefix.size());
+  return n.qualified_op();
+}
+
+// Whether n reads float32: an input typed float32, or, in a graph built without shape
+// inference (GraphBuilder, the frontend's traces), untyped inputs and no typed one of another
+// dtype. A node lowered on a guess is safe: its kernel computes in the reduced dtype only when
+// the tensors it is given at run time are float32 (the kernels' dtype sets see to it).
+bool reads_float32(const Node& n) {
+  bool f32 = false, untyped = false, other = false;
+  for (const Value* v : n.inputs) {
+    if (!v) continue;
+    if (v->type.kind == ValueType::Kind::Tensor && v->type.dtype == DType::F32) f32 = true;
+    else if (v->type.kind == ValueType::Kind::Tensor && v->type.dtype == DType::Undefined) untyped = true;
+    else other = true;
+  }
+  return f32 || (untyped && !other);
+}
+
+PrecisionClass class_of(const Node& n, const PrecisionLists& lists) {
+  if (auto it = lists.classes.find(user_op_type(n)); it != lists.classes.end()) return it->second;
+  if (auto it = lists.classes.find(n.qualified_op()); it != lists.classes.end()) return it->second;
+  return op_descriptor(n.domain, n.op_type).precision;
+}
+
+bool computes_in(const KernelDef* def, DType dtype) { return def && kernel_computes_in(*def, dtype); }
+
+class Assigner {
+ public:
+  Assigner(PrecisionMode mode, const PrecisionLists& lists, const Partition& partition, PrecisionReport* report)
+      : mode_(mode), dtype_(reduced_dtype(mode)), lists_(lists), partition_(partition), report_(report) {}
+
+  void visit(Graph& g) {
+    for (auto& node : g.nodes) {
+      Node& n = *node;
+      n.compute_dtype = DType::Undefined;
+      if (reads_float32(n)) decide(n);
+      for (auto& [name, a] : n.attrs) {
+        if (a.g) visit(*a.g);
+        for (auto& sg : a.graphs) visit(*sg);
+      }
+    }
+  }
+
+  // --keep-dtype entries that matched no node.
+  std::vector<std::string> unmatched() const {
+    std::vector<std::string> out;
+    for (const auto& name : lists_.keep_nodes)
+      if (!matched_.count(name)) out.push_back(name);
+    for (const auto& op : lists_.keep_op_types)
+      if (!matched_.count("OpType::" + op)) out.push_back("OpType::" + op);
+    return out;
+  }
+
+ private:
+  void keep(const std::string& why) { ++report_->kept[why]; }
+
+  void decide(Node& n) {
+    ++report_->float_nodes;
+    if (dtype_ == DType::Undefined) return;
+    const std::string op = user_op_type(n);
+    if (lists_.keep_nodes.count(n.name)) {
+      matched_.insert(n.name);
+      return keep("--keep-dtype");
+    }
+    if (lists_.keep_op_types.count(op) || lists_.keep_op_types.count(n.qualified_op())) {
+      matched_.insert("OpType::" + (lists_.keep_op_types.count(op) ? op : n.qualified_op()));
+      return keep("--keep-dtype");
+    }
+    const PrecisionClass cls = class_of(n, lists_);
+    if (is_mix(mode_)) {
+      if (cls == PrecisionClass::Black) return keep("black list: " + op);
+      if (cls == PrecisionClass::Gray && !fed_by_lowered(n)) return keep("gray, fed in fp32: " + op);
+    }
+    if (!computes_in(kernel_on(n, n.engine, true), dtype_) && !move_to_reduced_kernel(n))
+      return keep(std::string("no ") + std::string(dtype_name(dtype_)) + " kernel for " + op);
+    if (is_force(mode_) && cls == PrecisionClass::Black)
+      report_->warnings.push_back("node '" + n.name + "' (" + op + ") is on the black list and computes in " +
+                                  std::string(dtype_name(dtype_)) + " (" + std::string(precision_mode_name(mode_)) +
+                                  "); expect a loss of accuracy");
+    n.compute_dtype = dtype_;
+    lowered_.insert(&n);
+    report_->lowered.push_back(n.name);
+  }
+
+  // Places n on the first engine of the session's list whose kernel takes it statically and
+  // computes in the reduced dtype (cpu.dnnl's bf16 matmul for a MatMul cpu.simd would run in
+  // fp32); false when none does, or an --engine override placed n.
+  bool move_to_reduced_kernel(Node& n) {
+    if (partition_.forced.count(&n)) return false;
+    for (const std::string& e : partition_.engines) {
+      if (e == n.engine || !computes_in(kernel_on(n, e, true), dtype_)) continue;
+      n.engine = e;
+      ++report_->moved;
+      return true;
+    }
+    return false;
+  }
+
+  bool fed_by_lowered(const Node& n) const {
+    return std::any_of(n.inputs.begin(), n.inputs.end(),
+                       [&](const Value* v) { return v && v->producer && lowered_.count(v->producer); });
+  }
+
+  PrecisionMode mode_;
+  DType dtype_;
+  const PrecisionLists& lists_;
+  const Partition& partition_;
+  PrecisionReport* report_;
+  std::unordered_set<const Node*> lowered_;
+  std::set<std::string> matched_;
+};
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  return std::string(s.substr(b, s.find_last_not_of(" \t\r") - b + 1));
+}
+
+// "Conv", "FusedConv" (gearbox's own) or a qualified "com.microsoft.Gelu" the table describes.
+bool known_op_type(const std::string& op) {
+  if (find_op_descriptor("", op) || find_op_descriptor(kGearboxDomain, op)) return true;
+  const size_t dot = op.rfind('.');
+  return dot != std::string::npos && find_op_descriptor(std::string_view(op).substr(0, dot), op.substr(dot + 1));
+}
+
+Status list_error(const std::string& path, const std::string& what) {
+  return make_error(ErrorCode::PRECISION_LIST_INVALID, path, ": ", what);
+}
+
+}  // namespace
+
+Result<PrecisionMode> parse_precision_mode(std::string_view name) {
+  if (name.empty() || name == "fp32") return PrecisionMode::ForceFp32;
+  std::string names;
+  for (const ModeName& m : kModes) {
+    if (m.name == name) return m.mode;
+    names += (names.empty() ? "" : ", ") + std::string(m.name);
+  }
+  return make_error(ErrorCode::PRECISION_MODE_UNKNOWN, "precision mode '", name, "' is not one of ", names);
+}
+
+std::string_view precision_mode_name(PrecisionMode m) {
+  for (const ModeName& n : kModes)
+    if (n.mode == m) return n.name;
+  return "force_fp32";
+}
+
+DType reduced_dtype(PrecisionMode m) {
+  switch (m) {
+    case PrecisionMode::ForceFp32:
+      return DType::Undefined;
+    case PrecisionMode::AllowFp32ToBf16:
+    case PrecisionMode::AllowMixBf16:
+    case PrecisionMode::ForceBf16:
+      return DType::BF16;
+    case PrecisionMode::AllowFp32ToFp16:
+    case PrecisionMode::AllowMixFp16:
+    case PrecisionMode::ForceFp16:
+      return DType::F16;
+  }
+  return DType::Undefined;
+}
+
+Status read_keep_dtype(const std::string& path, PrecisionLists* lists) {
+  std::ifstream in(path);
+  if (!in) return list_error(path, "cannot be read (--keep-dtype)");
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const std::string entry = trim(line);
+    if (entry.empty()) continue;
+    constexpr std::string_view kOpType = "OpType::";
+    if (entry.compare(0, kOpType.size(), kOpType) == 0) {
+      const std::string op = trim(entry.substr(kOpType.size()));
+      if (op.empty()) return list_error(path, "line " + std::to_string(no) + ": 'OpType::' names no op type");
+      lists->keep_op_types.insert(op);
+    } else {
+      lists->keep_nodes.insert(entry);
+    }
+  }
+  return Status::OK();
+}
+
+Status read_modify_mixlist(const std::string& path, PrecisionLists* lists) {
+  std::ifstream in(path);
+  if (!in) return list_error(path, "cannot be read (--modify-mixlist)");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return list_error(path, "is not a JSON object");
+  const std::map<std::string, PrecisionClass> kLists{
+      {"white-list", PrecisionClass::White}, {"black-list", PrecisionClass::Black}, {"gray-list", PrecisionClass::Gray}};
+  std::map<std::string, std::string> added;  // op -> the list it was added to
+  for (const auto& [key, body] : j.items()) {
+    auto list = kLists.find(key);
+    if (list == kLists.end()) return list_error(path, "unknown key '" + key + "' (white-list, black-list, gray-list)");
+    if (!body.is_object()) return list_error(path, "'" + key + "' is not an object with to-add / to-remove");
+    for (const auto& [verb, ops] : body.items()) {
+      if (verb != "to-add" && verb != "to-remove")
+        return list_error(path, "'" + key + "' has key '" + verb + "' (to-add, to-remove)");
+      if (!ops.is_array()) return list_error(path, "'" + key + "." + verb + "' is not a list of op types");
+      for (const auto& op_json : ops) {
+        if (!op_json.is_string()) return list_error(path, "'" + key + "." + verb + "' holds a non-string");
+        const std::string op = op_json.get<std::string>();
+        if (!known_op_type(op))
+          return list_error(path, "'" + key + "." + verb + "': gearbox knows no op type '" + op + "'");
+        if (verb == "to-add") {
+          if (auto prev = added.find(op); prev != added.end() && prev->second != key)
+            return list_error(path, "op type '" + op + "' is added to both " + prev->second + " and " + key);
+          added[op] = key;
+          lists->classes[op] = list->second;
+        } else if (!added.count(op)) {
+          lists->classes[op] = PrecisionClass::Gray;
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+std::string PrecisionReport::summary() const {
+  std::string s = std::string(precision_mode_name(mode));
+  if (mode == PrecisionMode::ForceFp32) return s + ": every node in its own dtype";
+  s += ": " + std::to_string(lowered.size()) + " of " + std::to_string(float_nodes) + " float nodes compute in " +
+       std::string(dtype_name(reduced_dtype(mode)));
+  if (!kept.empty()) {
+    // The largest groups first.
+    std::vector<std::pair<std::string, size_t>> v(kept.begin(), kept.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    s += "; kept in fp32: ";
+    for (size_t i = 0; i < v.size() && i < 6; ++i) s += (i ? ", " : "") + v[i].first + " x" + std::to_string(v[i].second);
+    if (v.size() > 6) s += ", ...";
+  }
+  return s;
+}
+
+Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
+                                         const PrecisionLists& lists) {
+  PrecisionReport report;
+  report.mode = mode;
+  if (!model.graph) return make_error(ErrorCode::INTERNAL, "assign_precision: the model has no graph");
+  Assigner a(mode, lists, partition, &report);
+  a.visit(*model.graph);
+  if (mode != PrecisionMode::ForceFp32) {
+    if (std::vector<std::string> missing = a.unmatched(); !missing.empty())
+      return make_error(ErrorCode::PRECISION_LIST_INVALID, "--keep-dtype names ", join(missing),
+                        ", which match no node of the model (names are the model's node names; OpType:: takes an ",
+                        "op type such as Conv)");
+  }
+  return report;
+}
+
+size_t count_lowered(const Model& model, DType dtype) {
+  size_t count = 0;
+  std::function<void(const Graph&)> visit = [&](const Graph& g) {
+    for (const auto& n : g.nodes) {
+      count += n->compute_dtype == dtype;
+      for_each_subgraph(*n, visit);
+    }
+  };
+  if (model.graph) visit(*model.graph);
+  return count;
+}
+
+}  // namespace gearbox

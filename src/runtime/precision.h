@@ -1,0 +1,96 @@
+// The precision pass: which nodes compute in a reduced precision (bf16, fp16) under one of
+// CANN's precision modes, and the lists that steer it (docs/precision.md).
+//
+// A lowered node keeps its inputs' and outputs' dtypes: its kernel converts what it reads into
+// the reduced format (weights once, when they are constants: cached in the kernel's layout and
+// written converted into nothing else) and accumulates in fp32 (Node::compute_dtype). So the
+// model's I/O dtypes never change and no Cast node is inserted; what changes is where the
+// rounding happens, which `gearbox compare --precision-mode` shows per node.
+//
+// Which nodes: a node is lowered only where the kernel its engine runs declares the reduced
+// dtype (KernelSupport::compute) -- "allow" means never slower for want of a kernel -- and:
+//   force_fp32                      nothing (the default);
+//   allow_fp32_to_bf16 / _fp16      every node whose kernel computes in the format;
+//   allow_mix_precision_bf16 / _fp16
+//                                   white-list ops (contractions), and gray ops whose float
+//                                   input comes from a lowered node; black-list ops stay fp32
+//                                   (OpDescriptor::precision, changed by --modify-mixlist);
+//   force_bf16 / force_fp16         every node with a kernel, warning for each black-list op.
+// Nodes named in --keep-dtype (a node name, or OpType::X for every X) stay in their dtype.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "graph/ir.h"
+#include "kernels/op_descriptor.h"
+#include "runtime/partitioner.h"
+
+namespace gearbox {
+
+enum class PrecisionMode : uint8_t {
+  ForceFp32,
+  AllowFp32ToBf16,
+  AllowFp32ToFp16,
+  AllowMixBf16,
+  AllowMixFp16,
+  ForceBf16,
+  ForceFp16,
+};
+// CANN's names ("allow_mix_precision_bf16"); "" and "fp32" are force_fp32.
+// PRECISION_MODE_UNKNOWN otherwise, listing the names.
+Result<PrecisionMode> parse_precision_mode(std::string_view name);
+std::string_view precision_mode_name(PrecisionMode m);
+// BF16, F16, or Undefined for force_fp32.
+DType reduced_dtype(PrecisionMode m);
+
+// What --keep-dtype and --modify-mixlist say.
+struct PrecisionLists {
+  std::set<std::string, std::less<>> keep_nodes;     // node names kept in their dtype
+  std::set<std::string, std::less<>> keep_op_types;  // op types ("Conv", "com.gearbox.FusedConv")
+  // Op type -> the list --modify-mixlist moved it to (its descriptor's class otherwise).
+  std::map<std::string, PrecisionClass, std::less<>> classes;
+  bool empty() const { return keep_nodes.empty() && keep_op_types.empty() && classes.empty(); }
+};
+// --keep-dtype FILE: one entry per line, a node name or "OpType::Conv"; '#' starts a comment.
+// PRECISION_LIST_INVALID for an unreadable file or an empty OpType:: entry.
+Status read_keep_dtype(const std::string& path, PrecisionLists* lists);
+// --modify-mixlist FILE: {"white-list": {"to-add": [...], "to-remove": [...]}, "black-list":
+// {...}, "gray-list": {...}} with op types; an op removed from a list without being added to
+// another becomes gray. PRECISION_LIST_INVALID for bad JSON, an unknown key, an op type gearbox
+// does not know, or an op added to two lists.
+Status read_modify_mixlist(const std::string& path, PrecisionLists* lists);
+
+// What assign_precision did, for the compile report, the log and doctor.
+struct PrecisionReport {
+  PrecisionMode mode = PrecisionMode::ForceFp32;
+  size_t float_nodes = 0;  // nodes with a float32 input (the candidates)
+  std::vector<std::string> lowered;  // names of the nodes lowered, in graph order
+  // Why candidates stayed in their dtype -> how many ("black list: Softmax", "no bf16 kernel
+  // on cpu.simd", "--keep-dtype").
+  std::map<std::string, size_t> kept;
+  std::vector<std::string> warnings;  // force modes: black-list ops lowered
+  size_t moved = 0;  // nodes placed on another engine of the list for its reduced-precision kernel
+  // "allow_mix_precision_bf16: 53 of 180 float nodes compute in bf16; kept fp32: ..."
+  std::string summary() const;
+};
+
+// Sets Node::compute_dtype on every node of the model's graphs (clearing earlier choices),
+// after partitioning: a node to be lowered whose engine's kernel does not compute in the
+// reduced dtype moves to the first engine of the list whose kernel does (not a node an
+// --engine override placed; report.moved counts them, and the caller partitions again keeping
+// the placements, for the regions and counts). PRECISION_LIST_INVALID when a --keep-dtype node
+// name or op type matches nothing in the model.
+Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
+                                         const PrecisionLists& lists);
+
+// Nodes of the model's graphs that compute in `dtype` (a compiled model's, for its report).
+size_t count_lowered(const Model& model, DType dtype);
+
+}  // namespace gearbox
