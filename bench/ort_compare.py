@@ -69,6 +69,8 @@ CORPUS = expand()
 ORT_VERSION = "1.30.0"
 # Issue 5's bar for the ratio of medians, per model.
 TARGETS = {"resnet50": 0.95, "resnet50_b8": 0.95, "mobilenet_v2": 0.90, "bert": 0.85}
+# Issue 23's bars under --precision-mode allow_mix_precision_bf16 (against ORT's fp32).
+PRECISION_TARGETS = {"resnet50": 0.55, "bert": 0.50, "vit_b16": 0.50, "mobilenet_v2": 0.75}
 NP_TYPES = {TensorProto.FLOAT: np.float32, TensorProto.INT64: np.int64, TensorProto.INT32: np.int32,
             TensorProto.BOOL: np.bool_}
 
@@ -189,9 +191,12 @@ def compare_outputs(g_dir, o_dir):
         g = np.load(gf)
         if g.shape != o.shape:
             raise SystemExit(f"{f}: gearbox shape {g.shape}, ORT shape {o.shape}")
-        d = np.abs(g.astype(np.float64) - o.astype(np.float64))
+        g64, o64 = g.astype(np.float64).ravel(), o.astype(np.float64).ravel()
+        d = np.abs(g64 - o64)
+        norms = float(np.linalg.norm(g64) * np.linalg.norm(o64))
         diffs[f[:-4]] = {"max_abs_diff": float(d.max()) if d.size else 0.0,
-                         "max_abs_ort": float(np.abs(o).max()) if o.size else 0.0}
+                         "max_abs_ort": float(np.abs(o).max()) if o.size else 0.0,
+                         "cosine": float(np.dot(g64, o64) / norms) if norms > 0 else float(np.array_equal(g64, o64))}
     return diffs
 
 
@@ -211,30 +216,48 @@ def bench_model(name, a, node_path):
     if a.spin == "off":
         g_env["OMP_WAIT_POLICY"] = "passive"
         env["ORT_RUNNER_ALLOW_SPINNING"] = "0"
-    g = Runner("gearbox", [a.gearbox, "bench", model, "--threads", str(a.threads), "--warmup", "0",
-                           "--rounds-stdin", "--output-dir", g_out] + inputs, os.path.join(work, "gearbox.log"),
-               env=g_env)
-    o = Runner("ort", ["node", os.path.join(HERE, "ort_runner.js"), model, str(a.threads), o_out] + specs,
-               os.path.join(work, "ort.log"), env=env)
+    gearbox_cmd = [a.gearbox, "bench", model, "--threads", str(a.threads), "--warmup", "0", "--rounds-stdin"]
+    mode = ["--precision-mode", a.precision_mode] if a.precision_mode else []
+    runners = {"gearbox": Runner("gearbox", gearbox_cmd + mode + ["--output-dir", g_out] + inputs,
+                                 os.path.join(work, "gearbox.log"), env=g_env),
+               "ort": Runner("ort", ["node", os.path.join(HERE, "ort_runner.js"), model, str(a.threads), o_out] + specs,
+                             os.path.join(work, "ort.log"), env=env)}
+    if a.precision_mode:
+        # gearbox's own fp32 in the same rounds: the reduced mode's speed-up over it (issue 23).
+        f_out = os.path.join(work, "out_gearbox_fp32")
+        runners["gearbox_fp32"] = Runner("gearbox_fp32", gearbox_cmd + ["--output-dir", f_out] + inputs,
+                                         os.path.join(work, "gearbox_fp32.log"), env=g_env)
     diffs = compare_outputs(g_out, o_out)
-    times = {"gearbox": [], "ort": []}
-    round_medians = {"gearbox": [], "ort": []}
+    times = {label: [] for label in runners}
+    round_medians = {label: [] for label in runners}
+    labels = list(runners)
     for r in range(a.rounds):
-        order = [("gearbox", g), ("ort", o)] if r % 2 == 0 else [("ort", o), ("gearbox", g)]
-        for label, runner in order:
-            t = runner.round(a.warmup, a.runs)
+        # Each runtime goes first, middle and last in turn.
+        order = labels[r % len(labels):] + labels[:r % len(labels)]
+        if r % 2:
+            order.reverse()
+        for label in order:
+            t = runners[label].round(a.warmup, a.runs)
             times[label] += t
             round_medians[label].append(statistics.median(t))
-        print(f"[{name}] round {r + 1}/{a.rounds}: median gearbox {round_medians['gearbox'][-1]:.2f} ms, "
-              f"ORT {round_medians['ort'][-1]:.2f} ms", flush=True)
-    g.close()
-    o.close()
-    gm, om = statistics.median(times["gearbox"]), statistics.median(times["ort"])
-    return {"model": name, "path": model, "gearbox_median_ms": gm, "ort_median_ms": om, "ratio": gm / om,
-            "target": TARGETS.get(name), "round_medians_ms": round_medians,
-            "gearbox_min_ms": min(times["gearbox"]), "ort_min_ms": min(times["ort"]),
-            "load_ms": {"gearbox": g.ready["load_ms"], "ort": o.ready["load_ms"]},
-            "engines": g.ready.get("engines"), "outputs": diffs}
+        print(f"[{name}] round {r + 1}/{a.rounds}: median " +
+              ", ".join(f"{label} {round_medians[label][-1]:.2f} ms" for label in labels), flush=True)
+    for runner in runners.values():
+        runner.close()
+    med = {label: statistics.median(t) for label, t in times.items()}
+    gm, om = med["gearbox"], med["ort"]
+    out = {"model": name, "path": model, "precision_mode": a.precision_mode or "force_fp32",
+           "gearbox_median_ms": gm, "ort_median_ms": om, "ratio": gm / om,
+           "target": (PRECISION_TARGETS if a.precision_mode else TARGETS).get(name),
+           "round_medians_ms": round_medians,
+           "gearbox_min_ms": min(times["gearbox"]), "ort_min_ms": min(times["ort"]),
+           "load_ms": {label: runner.ready["load_ms"] for label, runner in runners.items()},
+           "engines": runners["gearbox"].ready.get("engines"), "outputs": diffs}
+    if a.precision_mode:
+        out["gearbox_fp32_median_ms"] = med["gearbox_fp32"]
+        out["speedup_over_fp32"] = med["gearbox_fp32"] / gm
+        out["outputs_vs_fp32"] = compare_outputs(g_out, f_out)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,6 +588,9 @@ def main():
     p.add_argument("--runs", type=int, default=20, help="timed runs per side per round")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs per side before each round's timed runs")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--precision-mode", help="gearbox's --precision-mode (e.g. allow_mix_precision_bf16); gearbox "
+                   "fp32 then runs in the same rounds, and the table adds the speed-up over it and the cosine "
+                   "of each output against gearbox fp32")
     p.add_argument("--work-dir", default=os.path.join(HERE, ".work"))
     p.add_argument("--ort-dir", default=os.path.join(HERE, ".ort"))
     p.add_argument("--json-out", help="also write the summary JSON here")
@@ -604,7 +630,12 @@ def main():
         print(f"{r['model']:<14} {r['gearbox_median_ms']:>11.2f} {r['ort_median_ms']:>9.2f} {r['ratio']:>7.3f} "
               f"{tgt:>7}  {worst:>10.3g}  {rg} / {ro}")
         for out, d in r["outputs"].items():
-            print(f"    output {out}: max abs diff {d['max_abs_diff']:.3g} (max |ORT| {d['max_abs_ort']:.3g})")
+            print(f"    output {out}: max abs diff {d['max_abs_diff']:.3g} (max |ORT| {d['max_abs_ort']:.3g}), "
+                  f"cosine {d['cosine']:.7f}")
+        if "speedup_over_fp32" in r:
+            print(f"    {r['precision_mode']}: gearbox fp32 {r['gearbox_fp32_median_ms']:.2f} ms, speed-up "
+                  f"{r['speedup_over_fp32']:.2f}x; cosine against gearbox fp32: " +
+                  ", ".join(f"{o} {d['cosine']:.7f}" for o, d in r["outputs_vs_fp32"].items()))
     summary = {"ort_version": ORT_VERSION, "threads": a.threads, "spin": a.spin, "rounds": a.rounds, "runs": a.runs,
                "warmup": a.warmup, "started": started, "load_average_before": load_before,
                "load_average_after": load_after, "results": results}
