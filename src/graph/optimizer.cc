@@ -128,6 +128,24 @@ int OptimizerReport::matches(const std::string& pass) const {
   return 0;
 }
 
+std::map<std::string, std::string> OptimizerReport::final_nodes() const {
+  std::map<std::string, std::string> by;  // the first removal of a name: a later pass may reuse it
+  for (const PassReport& pass : passes)
+    for (const NodeReplacement& r : pass.replaced) by.emplace(r.node, r.constant.empty() ? r.by : "");
+  std::map<std::string, std::string> out;
+  for (const auto& [node, first] : by) {
+    std::string at = first;
+    // A replacement is removed in a later pass at most once per pass: the chain is short.
+    for (size_t hops = 0; hops <= passes.size() && !at.empty(); ++hops) {
+      auto next = by.find(at);
+      if (next == by.end() || next->first == node) break;
+      at = next->second;
+    }
+    out[node] = at;
+  }
+  return out;
+}
+
 std::string OptimizerReport::to_json(bool with_timings) const {
   nlohmann::json j;
   j["nodes_before"] = nodes_before;

@@ -100,6 +100,10 @@ struct OptimizerReport {
   MemoryPlan memory;  // of the optimized graph, when options.plan_memory
   // Matches of one pass (0 if it did not run or does not exist).
   int matches(const std::string& pass) const;
+  // Every node the passes removed -> the node of the final graph that computes its result,
+  // following each replacement through the later passes; "" for a node removed outright or
+  // folded into a constant. Lets a name from the model (--keep-dtype, compare) find its node.
+  std::map<std::string, std::string> final_nodes() const;
   // {"nodes_before":..,"nodes_after":..,"ms":..,"passes":[{"name":..,"ran":..,...}],
   //  "memory":{"naive_bytes":..,...}}
   // with_timings=false leaves out the "ms" fields: what goes into a .gbm must not depend on

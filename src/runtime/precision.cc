@@ -33,17 +33,6 @@ constexpr std::array<ModeName, 7> kModes{{
 bool is_mix(PrecisionMode m) { return m == PrecisionMode::AllowMixBf16 || m == PrecisionMode::AllowMixFp16; }
 bool is_force(PrecisionMode m) { return m == PrecisionMode::ForceBf16 || m == PrecisionMode::ForceFp16; }
 
-// The op type a user names for a node: gearbox's fused and re-laid-out forms answer to the op
-// they came from (com.gearbox.FusedConv, NhwcConv and Nchw16cConv to "Conv", FusedMatMul to
-// "MatMul"), so a list written against the model still applies after the passes.
-std::string user_op_type(const Node& n) {
-  if (n.domain != kGearboxDomain) return n.qualified_op();
-  for (std::string_view prefix : {"Fused", "Nhwc", "Nchw16c"})
-    if (n.op_type.size() > prefix.size() && n.op_type.compare(0, prefix.size(), prefix) == 0)
-      return n.op_type.substr(prefix.size());
-  return n.qualified_op();
-}
-
 // Whether n reads float32: an input typed float32, or, in a graph built without shape
 // inference (GraphBuilder, the frontend's traces), untyped inputs and no typed one of another
 // dtype. A node lowered on a guess is safe: its kernel computes in the reduced dtype only when
@@ -60,7 +49,7 @@ bool reads_float32(const Node& n) {
 }
 
 PrecisionClass class_of(const Node& n, const PrecisionLists& lists) {
-  if (auto it = lists.classes.find(user_op_type(n)); it != lists.classes.end()) return it->second;
+  if (auto it = lists.classes.find(precision_op_type(n)); it != lists.classes.end()) return it->second;
   if (auto it = lists.classes.find(n.qualified_op()); it != lists.classes.end()) return it->second;
   return op_descriptor(n.domain, n.op_type).precision;
 }
@@ -69,8 +58,16 @@ bool computes_in(const KernelDef* def, DType dtype) { return def && kernel_compu
 
 class Assigner {
  public:
-  Assigner(PrecisionMode mode, const PrecisionLists& lists, const Partition& partition, PrecisionReport* report)
-      : mode_(mode), dtype_(reduced_dtype(mode)), lists_(lists), partition_(partition), report_(report) {}
+  Assigner(PrecisionMode mode, const PrecisionLists& lists, const Partition& partition,
+           const std::map<std::string, std::string>& final_nodes, PrecisionReport* report)
+      : mode_(mode), dtype_(reduced_dtype(mode)), lists_(lists), partition_(partition), report_(report) {
+    // A kept name is the node of that name, or the node that computes its result after the passes.
+    for (const std::string& name : lists_.keep_nodes) {
+      keep_by_running_name_.emplace(name, name);
+      if (auto it = final_nodes.find(name); it != final_nodes.end() && !it->second.empty())
+        keep_by_running_name_.emplace(it->second, name);
+    }
+  }
 
   void visit(Graph& g) {
     for (auto& node : g.nodes) {
@@ -100,9 +97,9 @@ class Assigner {
   void decide(Node& n) {
     ++report_->float_nodes;
     if (dtype_ == DType::Undefined) return;
-    const std::string op = user_op_type(n);
-    if (lists_.keep_nodes.count(n.name)) {
-      matched_.insert(n.name);
+    const std::string op = precision_op_type(n);
+    if (auto [first, last] = keep_by_running_name_.equal_range(n.name); first != last) {
+      for (auto it = first; it != last; ++it) matched_.insert(it->second);
       return keep("--keep-dtype");
     }
     if (lists_.keep_op_types.count(op) || lists_.keep_op_types.count(n.qualified_op())) {
@@ -150,6 +147,7 @@ class Assigner {
   const Partition& partition_;
   PrecisionReport* report_;
   std::unordered_set<const Node*> lowered_;
+  std::multimap<std::string, std::string> keep_by_running_name_;  // running node -> --keep-dtype names
   std::set<std::string> matched_;
 };
 
@@ -171,6 +169,14 @@ Status list_error(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+std::string precision_op_type(const Node& n) {
+  if (n.domain != kGearboxDomain) return n.qualified_op();
+  for (std::string_view prefix : {"Fused", "Nhwc", "Nchw16c"})
+    if (n.op_type.size() > prefix.size() && n.op_type.compare(0, prefix.size(), prefix) == 0)
+      return n.op_type.substr(prefix.size());
+  return n.qualified_op();
+}
 
 Result<PrecisionMode> parse_precision_mode(std::string_view name) {
   if (name.empty() || name == "fp32") return PrecisionMode::ForceFp32;
@@ -278,11 +284,12 @@ std::string PrecisionReport::summary() const {
 }
 
 Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
-                                         const PrecisionLists& lists) {
+                                         const PrecisionLists& lists,
+                                         const std::map<std::string, std::string>& final_nodes) {
   PrecisionReport report;
   report.mode = mode;
   if (!model.graph) return make_error(ErrorCode::INTERNAL, "assign_precision: the model has no graph");
-  Assigner a(mode, lists, partition, &report);
+  Assigner a(mode, lists, partition, final_nodes, &report);
   a.visit(*model.graph);
   if (mode != PrecisionMode::ForceFp32) {
     if (std::vector<std::string> missing = a.unmatched(); !missing.empty())

@@ -67,6 +67,11 @@ Status read_keep_dtype(const std::string& path, PrecisionLists* lists);
 // does not know, or an op added to two lists.
 Status read_modify_mixlist(const std::string& path, PrecisionLists* lists);
 
+// The op type a user names for a node in the lists: gearbox's fused and re-laid-out forms
+// answer to the op they came from (com.gearbox.FusedConv, NhwcConv and Nchw16cConv to "Conv",
+// FusedMatMul to "MatMul"), so a list written against the model still applies after the passes.
+std::string precision_op_type(const Node& n);
+
 // What assign_precision did, for the compile report, the log and doctor.
 struct PrecisionReport {
   PrecisionMode mode = PrecisionMode::ForceFp32;
@@ -86,9 +91,12 @@ struct PrecisionReport {
 // reduced dtype moves to the first engine of the list whose kernel does (not a node an
 // --engine override placed; report.moved counts them, and the caller partitions again keeping
 // the placements, for the regions and counts). PRECISION_LIST_INVALID when a --keep-dtype node
-// name or op type matches nothing in the model.
+// name or op type matches nothing in the model. A --keep-dtype node name the passes fused or
+// replaced keeps the node that computes its result now (`final_nodes`:
+// OptimizerReport::final_nodes(); empty when the model was not optimized).
 Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
-                                         const PrecisionLists& lists);
+                                         const PrecisionLists& lists,
+                                         const std::map<std::string, std::string>& final_nodes = {});
 
 // Nodes of the model's graphs that compute in `dtype` (a compiled model's, for its report).
 size_t count_lowered(const Model& model, DType dtype);

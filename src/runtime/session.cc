@@ -168,7 +168,7 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
   if (!o.modify_mixlist.empty()) GBX_RETURN_IF_ERROR(read_modify_mixlist(o.modify_mixlist, &lists));
   if (mode == PrecisionMode::ForceFp32 && !lists.empty())
     GBX_LOG_WARN("PRECISION", "--keep-dtype / --modify-mixlist have no effect under force_fp32");
-  GBX_ASSIGN_OR_RETURN(out.precision, assign_precision(model, out.partition, mode, lists));
+  GBX_ASSIGN_OR_RETURN(out.precision, assign_precision(model, out.partition, mode, lists, out.report.final_nodes()));
   if (out.precision.moved > 0) {
     // The regions and counts after the moves (the placements kept, overrides applied again).
     GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, true));

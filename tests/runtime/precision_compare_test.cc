@@ -1,0 +1,125 @@
+// The precision debugger (runtime/precision_compare.h) on a planted sensitive layer: a MatMul
+// reading values of mean 1000 through weights whose columns sum to zero. In bf16 (8
+// significant bits) 1000 +- 3 is rounded to a multiple of 4, an error of up to 2 on every
+// input element that the cancelling weights do not cancel, while the result is of order 1:
+// that MatMul must be named as the first jump, not the ordinary bf16 MatMul before it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "device/device.h"
+#include "graph/pass_test_util.h"
+#include "runtime/precision_compare.h"
+
+namespace gearbox {
+namespace {
+
+using testing::GraphBuilder;
+using testing::random_tensor;
+
+bool cpu_has_bf16() {
+  const device::Capabilities caps = device::detect_cpu_capabilities();
+  return caps.has("avx512_bf16") || caps.has("amx_bf16");
+}
+
+// x [4,64] -> MatMul W1 [64,64] ("ordinary") -> Add 1000 -> MatMul W2 [64,16] with columns
+// summing to zero ("sensitive") -> Relu.
+Model planted() {
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {Dim(4), Dim(64)});
+  Node* m1 = b.node("MatMul", {x, b.constant("w1", random_tensor({64, 64}, 1))});
+  m1->name = "ordinary";
+  Tensor offset(DType::F32, {64});  // fused into the MatMul as its bias
+  for (int64_t i = 0; i < 64; ++i) offset.data<float>()[i] = 1000.f;
+  Node* add = b.node("Add", {m1->outputs[0], b.constant("offset", offset)});
+  add->name = "shift";
+  Tensor w2 = random_tensor({64, 16}, 2);
+  for (int64_t j = 0; j < 16; ++j) {
+    double mean = 0;
+    for (int64_t i = 0; i < 64; ++i) mean += w2.data<float>()[i * 16 + j] / 64.0;
+    for (int64_t i = 0; i < 64; ++i) w2.data<float>()[i * 16 + j] -= static_cast<float>(mean);
+  }
+  Node* m2 = b.node("MatMul", {add->outputs[0], b.constant("w2", w2)});
+  m2->name = "sensitive";
+  Node* relu = b.node("Relu", {m2->outputs[0]});
+  relu->name = "act";
+  b.output(relu->outputs[0]);
+  return b.take();
+}
+
+SessionOptions mode(const std::string& m, const std::string& keep = "") {
+  SessionOptions o;
+  o.precision = m;
+  o.keep_dtype = keep;
+  return o;
+}
+
+// The node that computes the model's node `name` (itself, or the one the passes fused it into).
+const NodeError* find(const PrecisionComparison& c, const std::string& name) {
+  for (const NodeError& n : c.nodes)
+    if (n.node == name || std::find(n.from.begin(), n.from.end(), name) != n.from.end()) return &n;
+  return nullptr;
+}
+
+TEST(PrecisionCompare, NamesThePlantedSensitiveLayerFirst) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 arithmetic (avx512_bf16/amx_bf16)";
+  auto fp32 = Session::create(planted(), mode("force_fp32"));
+  auto bf16 = Session::create(planted(), mode("allow_mix_precision_bf16"));
+  ASSERT_TRUE(fp32.ok() && bf16.ok()) << bf16.status().to_string();
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor({4, 64}, 3)}};
+  auto c = compare_precision(**fp32, **bf16, feeds);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const NodeError* ordinary = find(*c, "ordinary");
+  const NodeError* sensitive = find(*c, "sensitive");
+  ASSERT_TRUE(ordinary && sensitive) << c->table(100);
+  EXPECT_EQ(ordinary->compute_dtype, DType::BF16);
+  EXPECT_EQ(sensitive->compute_dtype, DType::BF16);
+  // The ordinary MatMul's error is one bf16 rounding's worth; no jump there.
+  EXPECT_GT(ordinary->error, 0);
+  EXPECT_FALSE(ordinary->jump) << c->table(100);
+  ASSERT_TRUE(c->first_jump) << c->table(100);
+  EXPECT_EQ(&c->nodes[*c->first_jump], sensitive) << c->table(100);
+  EXPECT_NE(c->table(100).find("line '" + sensitive->node + "'"), std::string::npos) << c->table(100);
+  ASSERT_EQ(c->model_outputs.size(), 1u);
+  EXPECT_LT(c->model_outputs[0].cosine, 0.999) << c->table(100);
+
+  // Kept in fp32 by its model name (the passes fused it with the Relu), it stops being a jump,
+  // and the output agrees with fp32 again.
+  const std::string keep = std::string(GEARBOX_TEST_TMP) + "/keep_sensitive.txt";
+  std::filesystem::create_directories(GEARBOX_TEST_TMP);
+  std::ofstream(keep) << "sensitive\n";
+  auto kept = Session::create(planted(), mode("allow_mix_precision_bf16", keep));
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  auto k = compare_precision(**fp32, **kept, feeds);
+  ASSERT_TRUE(k.ok()) << k.status().to_string();
+  EXPECT_FALSE(k->first_jump) << k->table(100);
+  EXPECT_GT(k->model_outputs[0].cosine, 0.9999) << k->table(100);
+}
+
+TEST(PrecisionCompare, IdenticalSessionsShowNoErrorAndMismatchedGraphsAreRefused) {
+  auto a = Session::create(planted(), mode("force_fp32"));
+  auto b = Session::create(planted(), mode("force_fp32"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor({4, 64}, 3)}};
+  auto c = compare_precision(**a, **b, feeds);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->nodes.size(), (*a)->model().graph->nodes.size());
+  for (const NodeError& n : c->nodes) EXPECT_EQ(n.error, 0) << n.node;
+  EXPECT_FALSE(c->first_jump);
+  EXPECT_EQ(c->unmatched, 0u);
+
+  GraphBuilder g;
+  Value* x = g.input("x", DType::F32, {Dim(4), Dim(64)});
+  g.output(g.op("Relu", {x}));
+  auto other = Session::create(g.take(), mode("force_fp32"));
+  ASSERT_TRUE(other.ok());
+  auto bad = compare_precision(**a, **other, feeds);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::USAGE);
+}
+
+}  // namespace
+}  // namespace gearbox
