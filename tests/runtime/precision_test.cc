@@ -511,7 +511,8 @@ TEST(Precision, ValuesBetweenLoweredConvolutionsAreStoredInBf16AndNoOthers) {
   EXPECT_EQ((*fp32)->precision_report().stored, 0u);
 
   // x -> P: Conv + Relu -> {Q: Conv -> q, Softmax -> p}: P's output has a float32 reader.
-  // x -> R: Conv -> r, a model output that S: Conv reads too.
+  // x -> R: Conv -> r, a model output that S: Conv reads too. The layout passes are off, so
+  // these values run as built (with them, layout Transposes would stand between).
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {Dim(1), Dim(16), Dim(8), Dim(8)});
   Value* p = b.op("Relu", {b.node("Conv", {x, b.constant("wp", random_tensor({32, 16, 1, 1}, 48))})->outputs[0]});
@@ -520,13 +521,20 @@ TEST(Precision, ValuesBetweenLoweredConvolutionsAreStoredInBf16AndNoOthers) {
   Value* r = b.node("Conv", {x, b.constant("wr", random_tensor({32, 16, 1, 1}, 50))})->outputs[0];
   b.output(r);
   b.output(b.node("Conv", {r, b.constant("ws", random_tensor({32, 32, 1, 1}, 51))})->outputs[0]);
-  auto fork = Session::create(typed(b.take()), with_mode("allow_mix_precision_bf16"));
+  SessionOptions o = with_mode("allow_mix_precision_bf16");
+  o.optimizer.disabled_passes = {"layout_nhwc", "layout_blocked"};
+  auto fork = Session::create(typed(b.take()), o);
   ASSERT_TRUE(fork.ok()) << fork.status().to_string();
   const Graph& f = *(*fork)->model().graph;
   EXPECT_EQ(lowered(**fork).size(), 4u) << join(lowered(**fork));
   EXPECT_EQ(input_dtype(f, "wq", 0), DType::F32);
   EXPECT_EQ(input_dtype(f, "ws", 0), DType::F32);
+  EXPECT_EQ(node_reading(f, "wq")->inputs[0]->producer, node_reading(f, "wp"));  // nothing between
+  EXPECT_EQ(node_reading(f, "ws")->inputs[0]->producer, node_reading(f, "wr"));
   EXPECT_EQ((*fork)->precision_report().stored, 0u);
+  auto fork_run = (*fork)->run({{"x", random_tensor({1, 16, 8, 8}, 55)}});
+  ASSERT_TRUE(fork_run.ok()) << fork_run.status().to_string();
+  for (const Tensor& t : *fork_run) EXPECT_EQ(t.dtype(), DType::F32);
 }
 
 // The error of the chain against fp32, bounded stage by stage with u = 2^-9 (a rounding to
