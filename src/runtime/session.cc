@@ -173,6 +173,10 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
     // The regions and counts after the moves (the placements kept, overrides applied again).
     GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, true));
   }
+  // The optimizer planned memory before the values stored in bf16 had their dtype: plan again
+  // for the compile report (the arenas of the runs plan from the graph as it runs).
+  if (out.precision.stored > 0 && o.optimizer.plan_memory)
+    out.report.memory = plan_memory(*model.graph, o.optimizer.memory);
   model.precision_mode = mode == PrecisionMode::ForceFp32 ? "" : std::string(precision_mode_name(mode));
   if (mode != PrecisionMode::ForceFp32) GBX_LOG_INFO("PRECISION", "{}", out.precision.summary());
   for (const std::string& w : out.precision.warnings) GBX_LOG_WARN("PRECISION", "{}", w);
