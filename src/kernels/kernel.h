@@ -74,6 +74,10 @@ struct OpInfo {
   // The node's reduced compute precision (Node::compute_dtype), for a kernel that declared it
   // (KernelSupport::compute); Undefined: compute in the inputs' dtype.
   DType compute_dtype = DType::Undefined;
+  // The dtype output 0 is stored in, as the graph types it (its Value's dtype; Undefined when
+  // untyped): for a kernel that declared more than one dtype there (KernelSupport::outputs),
+  // such as a lowered convolution whose output the precision pass stores in bf16.
+  DType output_dtype = DType::Undefined;
 };
 
 // Runs a subgraph (an If branch, a Loop/Scan body) with the given inputs; provided by the

@@ -68,6 +68,8 @@ Status Executor::plan_graph(const Graph& graph) {
     np.node = &n;
     np.index = num_nodes_++;
     np.info = OpInfo{n.name, n.op_type, n.domain, n.opset, &n.attrs, n.compute_dtype};
+    if (!n.outputs.empty() && n.outputs[0] && n.outputs[0]->type.kind == ValueType::Kind::Tensor)
+      np.info.output_dtype = n.outputs[0]->type.dtype;
     // The node's engine first (runtime/partitioner.h placed it); unless an override forced
     // it, the engines after it in the priority list follow, so a dtype the chosen engine
     // lacks falls through to the next one. A node never placed gets every engine in order.

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -151,6 +152,82 @@ class Assigner {
   std::set<std::string> matched_;
 };
 
+// The second step: which values between lowered nodes are stored in the reduced dtype. A
+// float32 tensor output of a lowered node is stored in it when
+//   - it is not an output of its graph, and no subgraph reads it (the caller, a loop's next
+//     iteration or an If branch see values in the dtype the model gave them);
+//   - it has consumers, and every one of them is lowered;
+//   - with the value typed in the reduced dtype, the producer's kernel on its engine and each
+//     consumer's still take the node statically (KernelSupport: the producer declares the
+//     reduced dtype among the dtypes it writes, the consumers among those they read) and still
+//     compute in the reduced dtype.
+// The conversion a consumer would make of the float32 value on every run (X into bf16) is
+// then made once, by the producer rounding its result; the value's own dtype says so, for the
+// memory planner, the .gbm and whoever reads intermediate values.
+class StorageAssigner {
+ public:
+  StorageAssigner(DType dtype, PrecisionReport* report) : dtype_(dtype), report_(report) {}
+
+  void visit(Graph& g) {
+    std::unordered_set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
+    std::unordered_map<const Value*, std::vector<const Node*>> consumers;
+    for (const auto& node : g.nodes) {
+      for (const Value* v : node->inputs)
+        if (v) consumers[v].push_back(node.get());
+      for_each_subgraph(*node, [&](const Graph& sg) { collect_reads(sg, excluded); });
+    }
+    for (auto& node : g.nodes) {
+      Node& n = *node;
+      if (n.compute_dtype == dtype_)
+        for (Value* v : n.outputs)
+          if (v && !excluded.count(v)) consider(n, v, consumers[v]);
+      for (auto& [name, a] : n.attrs) {
+        if (a.g) visit(*a.g);
+        for (auto& sg : a.graphs) visit(*sg);
+      }
+    }
+  }
+
+ private:
+  void consider(const Node& producer, Value* v, const std::vector<const Node*>& consumers) {
+    if (v->type.kind != ValueType::Kind::Tensor || v->type.dtype != DType::F32 || consumers.empty()) return;
+    for (const Node* c : consumers)
+      if (c->compute_dtype != dtype_) return;
+    v->type.dtype = dtype_;
+    bool fits = takes(producer);
+    for (const Node* c : consumers) fits = fits && takes(*c);
+    if (!fits) {
+      v->type.dtype = DType::F32;
+      return;
+    }
+    ++report_->stored;
+  }
+
+  // Whether n's kernel on its engine takes n as the graph now types it, without waiting for
+  // run-time shapes (a choice made at run time might land on a kernel that does not read the
+  // reduced dtype), and computes in the reduced dtype.
+  bool takes(const Node& n) const { return computes_in(kernel_on(n, n.engine, false), dtype_); }
+
+  DType dtype_;
+  PrecisionReport* report_;
+};
+
+// Undoes the storage of an earlier assign_precision on the same graph: a value a lowered node
+// writes in the reduced dtype is float32 again (a lowered node reads float32, and its outputs
+// were float32 before the pass).
+void clear_storage(Graph& g) {
+  for (auto& node : g.nodes) {
+    if (node->compute_dtype != DType::Undefined)
+      for (Value* v : node->outputs)
+        if (v && v->type.kind == ValueType::Kind::Tensor && v->type.dtype == node->compute_dtype)
+          v->type.dtype = DType::F32;
+    for (auto& [name, a] : node->attrs) {
+      if (a.g) clear_storage(*a.g);
+      for (auto& sg : a.graphs) clear_storage(*sg);
+    }
+  }
+}
+
 std::string trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r");
   if (b == std::string_view::npos) return {};
@@ -272,6 +349,9 @@ std::string PrecisionReport::summary() const {
   if (mode == PrecisionMode::ForceFp32) return s + ": every node in its own dtype";
   s += ": " + std::to_string(lowered.size()) + " of " + std::to_string(float_nodes) + " float nodes compute in " +
        std::string(dtype_name(reduced_dtype(mode)));
+  if (stored > 0)
+    s += ", " + std::to_string(stored) + " values between them stored in " +
+         std::string(dtype_name(reduced_dtype(mode)));
   if (!kept.empty()) {
     // The largest groups first.
     std::vector<std::pair<std::string, size_t>> v(kept.begin(), kept.end());
@@ -289,8 +369,11 @@ Result<PrecisionReport> assign_precision(Model& model, const Partition& partitio
   PrecisionReport report;
   report.mode = mode;
   if (!model.graph) return make_error(ErrorCode::INTERNAL, "assign_precision: the model has no graph");
+  clear_storage(*model.graph);
   Assigner a(mode, lists, partition, final_nodes, &report);
   a.visit(*model.graph);
+  // The values between lowered nodes, once every node's precision and engine is known.
+  if (mode != PrecisionMode::ForceFp32) StorageAssigner(reduced_dtype(mode), &report).visit(*model.graph);
   if (mode != PrecisionMode::ForceFp32) {
     if (std::vector<std::string> missing = a.unmatched(); !missing.empty())
       return make_error(ErrorCode::PRECISION_LIST_INVALID, "--keep-dtype names ", join(missing),

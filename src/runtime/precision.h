@@ -1,11 +1,21 @@
 // The precision pass: which nodes compute in a reduced precision (bf16, fp16) under one of
 // CANN's precision modes, and the lists that steer it (docs/precision.md).
 //
-// A lowered node keeps its inputs' and outputs' dtypes: its kernel converts what it reads into
-// the reduced format (weights once, when they are constants: cached in the kernel's layout and
-// written converted into nothing else) and accumulates in fp32 (Node::compute_dtype). So the
-// model's I/O dtypes never change and no Cast node is inserted; what changes is where the
-// rounding happens, which `gearbox compare --precision-mode` shows per node.
+// A lowered node computes with fp32 accumulation (Node::compute_dtype); its kernel converts
+// what it reads into the reduced format (weights once, when they are constants: cached in the
+// kernel's layout and written converted into nothing else). The model's I/O dtypes never
+// change and no Cast node is inserted; what changes is where the rounding happens, which
+// `gearbox compare --precision-mode` shows per node.
+//
+// Storage: a float32 value written by a lowered node and read only by lowered nodes whose
+// kernels read the reduced dtype (cpu.dnnl's convolutions) is stored in it -- its Value's
+// dtype becomes bf16, so the memory planner sizes it so and the .gbm keeps it. The producer
+// rounds its result once (bias, residual and activation applied in fp32 before), and the
+// consumers read it without the conversion each would otherwise make of a float32 input: one
+// rounding of 2^-9 relative per stored value, where the consumers rounded their float32 input
+// anyway. Graph outputs, values a subgraph reads and values with any other reader stay
+// float32. On a CPU without bf16 arithmetic the kernels convert the stored values to fp32 and
+// back (the same roundings, fp32 products).
 //
 // Which nodes: a node is lowered only where the kernel its engine runs declares the reduced
 // dtype (KernelSupport::compute) -- "allow" means never slower for want of a kernel -- and:
@@ -82,6 +92,7 @@ struct PrecisionReport {
   std::map<std::string, size_t> kept;
   std::vector<std::string> warnings;  // force modes: black-list ops lowered
   size_t moved = 0;  // nodes placed on another engine of the list for its reduced-precision kernel
+  size_t stored = 0;  // values between lowered nodes stored in the reduced dtype (Storage, above)
   // "allow_mix_precision_bf16: 53 of 180 float nodes compute in bf16; kept fp32: ..."
   std::string summary() const;
 };
@@ -90,10 +101,11 @@ struct PrecisionReport {
 // after partitioning: a node to be lowered whose engine's kernel does not compute in the
 // reduced dtype moves to the first engine of the list whose kernel does (not a node an
 // --engine override placed; report.moved counts them, and the caller partitions again keeping
-// the placements, for the regions and counts). PRECISION_LIST_INVALID when a --keep-dtype node
-// name or op type matches nothing in the model. A --keep-dtype node name the passes fused or
-// replaced keeps the node that computes its result now (`final_nodes`:
-// OptimizerReport::final_nodes(); empty when the model was not optimized).
+// the placements, for the regions and counts). Then types the values stored in the reduced
+// dtype (Storage, above; report.stored counts them), after undoing an earlier call's.
+// PRECISION_LIST_INVALID when a --keep-dtype node name or op type matches nothing in the model.
+// A --keep-dtype node name the passes fused or replaced keeps the node that computes its result
+// now (`final_nodes`: OptimizerReport::final_nodes(); empty when the model was not optimized).
 Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
                                          const PrecisionLists& lists,
                                          const std::map<std::string, std::string>& final_nodes = {});

@@ -173,6 +173,10 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
     // The regions and counts after the moves (the placements kept, overrides applied again).
     GBX_ASSIGN_OR_RETURN(out.partition, gearbox::partition(model, split_list(o.engine), overrides, true));
   }
+  // The optimizer planned memory before the values stored in bf16 had their dtype: plan again
+  // for the compile report (the arenas of the runs plan from the graph as it runs).
+  if (out.precision.stored > 0 && o.optimizer.plan_memory)
+    out.report.memory = plan_memory(*model.graph, o.optimizer.memory);
   model.precision_mode = mode == PrecisionMode::ForceFp32 ? "" : std::string(precision_mode_name(mode));
   if (mode != PrecisionMode::ForceFp32) GBX_LOG_INFO("PRECISION", "{}", out.precision.summary());
   for (const std::string& w : out.precision.warnings) GBX_LOG_WARN("PRECISION", "{}", w);
@@ -194,9 +198,22 @@ Status check_reduced_precision(const Model& model, const SessionOptions& o, Kern
                       bf16_nodes, " nodes compute in bf16 (", model.precision_mode,
                       ") and this CPU has no bf16 arithmetic (AVX512_BF16 or AMX-BF16)", simulated,
                       "; allow the fp32 fallback (drop --no-precision-fallback) or compile for this CPU");
-  GBX_LOG_WARN("PRECISION", "{}: {} nodes were compiled to compute in bf16 ({}), but this CPU has no bf16 arithmetic{}: "
-               "they compute in fp32 (as accurate, and as fast as force_fp32)",
-               model.path.empty() ? "the model" : model.path, bf16_nodes, model.precision_mode, simulated);
+  // Values stored in bf16 between lowered nodes (runtime/precision.h, Storage) keep their
+  // rounding, and the kernels convert them to fp32 and back on every run.
+  size_t stored = 0;
+  for (const auto& n : model.graph->nodes)
+    for (const Value* v : n->outputs) stored += n->compute_dtype == DType::BF16 && v && v->type.dtype == DType::BF16;
+  if (stored == 0)
+    GBX_LOG_WARN("PRECISION",
+                 "{}: {} nodes were compiled to compute in bf16 ({}), but this CPU has no bf16 arithmetic{}: "
+                 "they compute in fp32 (as accurate, and as fast as force_fp32)",
+                 model.path.empty() ? "the model" : model.path, bf16_nodes, model.precision_mode, simulated);
+  else
+    GBX_LOG_WARN("PRECISION",
+                 "{}: {} nodes were compiled to compute in bf16 ({}), but this CPU has no bf16 arithmetic{}: "
+                 "they compute in fp32, converting the {} values stored in bf16 between them to fp32 and back "
+                 "(their bf16 rounding stays, and the conversions make it slower than force_fp32)",
+                 model.path.empty() ? "the model" : model.path, bf16_nodes, model.precision_mode, simulated, stored);
   return Status::OK();
 }
 }  // namespace

@@ -68,6 +68,15 @@ Tensor permuted(const Tensor& x, const std::vector<int64_t>& perm) {
   return y;
 }
 
+// A bf16 tensor as float32 (exact).
+Tensor widened_to_f32(const Tensor& t) {
+  Tensor f(DType::F32, t.dims());
+  const BFloat16* src = t.data<BFloat16>();
+  float* dst = f.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) dst[i] = static_cast<float>(src[i]);
+  return f;
+}
+
 // The value `twin` holds in the layout of the value it stands for (LayoutTwin); nullopt
 // when the tensor does not have the rank the record implies.
 std::optional<Tensor> to_source(const Tensor& t, const LayoutTwin& twin) {
@@ -271,7 +280,11 @@ Status TensorDumper::dump(const Node& node, int depth, int call, bool input, siz
                      (call > 0 ? "_call" + std::to_string(call) : "");
   std::string file = base + ".npy";
   for (int k = 2; used_names_.count(file); ++k) file = base + "_" + std::to_string(k) + ".npy";
-  const Tensor& t = logical ? *logical : value->tensor();
+  const Tensor& held = logical ? *logical : value->tensor();
+  // numpy has no bf16: a value stored in bf16 (runtime/precision.h) is written as float32,
+  // which holds every bf16 value exactly, and the index says what the engine held.
+  const Tensor t = held.dtype() == DType::BF16 ? widened_to_f32(held) : held;
+  if (held.dtype() != t.dtype()) entry["stored_dtype"] = std::string(dtype_name(held.dtype()));
   Status st = write_npy((std::filesystem::path(dir_) / file).string(), t);
   if (!st.ok()) {
     if (st.code() == ErrorCode::FILE_WRITE_FAILED) return st;

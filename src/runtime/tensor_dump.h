@@ -68,6 +68,8 @@ class TensorDumper : public NodeObserver {
 
   // Writes DIR/index.json: {"patterns": [...], "files": [{"file", "node", "op_type", "depth",
   // "call", "io": "input"|"output", "index", "value", "dtype", "shape"}], "skipped": [...]}.
+  // A value stored in bf16 (runtime/precision.h) is written as float32 (numpy has no bf16):
+  // "dtype" is the file's, "stored_dtype" what the engine held.
   // A file converted back to the model's layout also has "raw_value", "raw_layout" and
   // "raw_shape" (what the engine held); with raw_layout a re-made value has "layout".
   Status write_index() const;

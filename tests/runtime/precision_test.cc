@@ -5,18 +5,23 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/npy.h"
 #include "base/strings.h"
 #include "device/device.h"
 #include "graph/gbm/gbm_reader.h"
 #include "graph/gbm/gbm_writer.h"
+#include "graph/onnx_exporter.h"
+#include "graph/onnx_importer.h"
 #include "graph/pass_test_util.h"
 #include "runtime/session.h"
+#include "runtime/tensor_dump.h"
 
 namespace gearbox {
 namespace {
@@ -65,9 +70,32 @@ Tensor abs_of(const Tensor& t) {
   return a;
 }
 
+// The model as ONNX's shape inference types it (through the exporter and the importer), as an
+// imported model is: the storage of values in bf16 needs float32 values of known shapes.
+Model typed(Model m) {
+  for (Value* out : m.graph->outputs)
+    if (out->type.dtype == DType::Undefined) out->type.dtype = DType::F32;  // every output here is
+  auto bytes = export_onnx_bytes(m);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
+  ImportOptions o;
+  o.check_model = false;  // the outputs' shapes are left to the inference
+  auto imported = import_onnx_bytes(*bytes, "", o);
+  EXPECT_TRUE(imported.ok()) << imported.status().to_string();
+  return std::move(*imported);
+}
+
+// v as bf16 rounds it (round to nearest even), kept in float32: what a value
+// stored in bf16 holds.
+Value* bf16_rounded(GraphBuilder& b, Value* v) {
+  Value* h = b.op("Cast", {v}, {{"to", one_int(static_cast<int64_t>(DType::BF16))}});
+  return b.op("Cast", {h}, {{"to", one_int(static_cast<int64_t>(DType::F32))}});
+}
+
 // x [2,13,9,11] -> Conv 3x3 (19 filters, pads 1) -> Relu -> Conv 1x1 stride 2 (24) ->
 // GlobalAveragePool -> Flatten -> MatMul [24,37] -> Gemm (transB, C) -> Softmax.
-Model small_net() {
+// `rounded`: the Relu's output goes through bf16 (a Cast there and back), as the storage of
+// allow_mix_precision_bf16 rounds it, for a float32 reference with the same roundings.
+Model small_net(bool rounded = false) {
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {Dim(2), Dim(13), Dim(9), Dim(11)});
   Node* c1 = b.node("Conv", {x, b.constant("w1", random_tensor({19, 13, 3, 3}, 1)),
@@ -75,6 +103,7 @@ Model small_net() {
                     1, {{"pads", ints({1, 1, 1, 1})}});
   c1->name = "conv1";
   Value* r = b.op("Relu", {c1->outputs[0]});
+  if (rounded) r = bf16_rounded(b, r);
   Node* c2 = b.node("Conv", {r, b.constant("w2", random_tensor({24, 19, 1, 1}, 3))}, 1, {{"strides", ints({2, 2})}});
   c2->name = "conv2";
   Value* p = b.op("GlobalAveragePool", {c2->outputs[0]});
@@ -88,7 +117,7 @@ Model small_net() {
   Node* sm = b.node("Softmax", {gemm->outputs[0]});
   sm->name = "probs";
   b.output(sm->outputs[0]);
-  return b.take();
+  return typed(b.take());
 }
 
 SessionOptions with_mode(const std::string& mode) {
@@ -103,6 +132,21 @@ std::vector<std::string> lowered(const Session& s) {
   for (const auto& n : s.model().graph->nodes)
     if (n->compute_dtype == DType::BF16) names.push_back(n->name);
   return names;
+}
+
+// The node of g that reads the initializer `weight` (the passes rename the nodes they fuse and
+// re-lay out; the weights keep their names).
+const Node* node_reading(const Graph& g, const std::string& weight) {
+  for (const auto& n : g.nodes)
+    for (const Value* v : n->inputs)
+      if (v && v->is_initializer && v->name == weight) return n.get();
+  return nullptr;
+}
+
+// The dtype the graph gives input `i` of the node that reads `weight`.
+DType input_dtype(const Graph& g, const std::string& weight, size_t i) {
+  const Node* n = node_reading(g, weight);
+  return n && i < n->inputs.size() && n->inputs[i] ? n->inputs[i]->type.dtype : DType::Undefined;
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -344,6 +388,12 @@ TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
   size_t bf16_nodes = 0;
   for (const auto& n : read->graph->nodes) bf16_nodes += n->compute_dtype == DType::BF16;
   EXPECT_EQ(bf16_nodes, 4u);
+  // The Relu's output, between the two lowered convolutions, is stored in bf16, and the .gbm
+  // keeps it; the model's input and output keep their dtypes.
+  EXPECT_EQ(input_dtype(*m.graph, "w2", 0), DType::BF16);
+  EXPECT_EQ(input_dtype(*read->graph, "w2", 0), DType::BF16);
+  EXPECT_EQ(input_dtype(*read->graph, "w1", 0), DType::F32);
+  EXPECT_EQ(read->graph->outputs[0]->type.dtype, DType::F32);
 
   // Loaded without a mode (or with another one), it runs as compiled: the same outputs as the
   // session that compiled from the .onnx, bit for bit.
@@ -363,15 +413,18 @@ TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
   ScopedEnv hide("GEARBOX_SIMULATE_MISSING_ISA", "avx512_bf16,amx_bf16");
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 13, 9, 11}, 31)}};
   auto mixed = Session::create(small_net(), with_mode("allow_mix_precision_bf16"));
-  auto fp32 = Session::create(small_net(), with_mode("force_fp32"));
+  // The Relu's output is stored in bf16 (the choice is the model's); the kernels convert it:
+  // the reference is float32 with that one rounding.
+  auto fp32 = Session::create(small_net(/*rounded=*/true), with_mode("force_fp32"));
   ASSERT_TRUE(mixed.ok() && fp32.ok()) << mixed.status().to_string();
   EXPECT_EQ(lowered(**mixed).size(), 4u);  // the choice is the model's; the CPU decides at run time
+  EXPECT_EQ(input_dtype(*(*mixed)->model().graph, "w2", 0), DType::BF16);
   auto a = (*mixed)->run(feeds);
   auto b = (*fp32)->run(feeds);
-  ASSERT_TRUE(a.ok() && b.ok());
-  // fp32 on both sides; the MatMul and the Gemm moved to cpu.dnnl, whose sums may run in
-  // another order than cpu.simd's: within fp32 reassociation (probabilities, K <= 37), far
-  // below the 2^-9 a bf16 product would show.
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string();
+  // fp32 arithmetic on both sides; the MatMul and the Gemm moved to cpu.dnnl, whose sums may
+  // run in another order than cpu.simd's: within fp32 reassociation (probabilities, K <= 37),
+  // far below the 2^-9 a bf16 product would show.
   for (int64_t i = 0; i < (*a)[0].numel(); ++i)
     ASSERT_NEAR((*a)[0].data<float>()[i], (*b)[0].data<float>()[i], 1e-6) << i;
 
@@ -381,6 +434,224 @@ TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), ErrorCode::PRECISION_ISA_MISSING);
   EXPECT_NE(s.status().message().find("4 nodes"), std::string::npos) << s.status().to_string();
+}
+
+// Storage between lowered convolutions (runtime/precision.h, Storage). x [1,16,8,8] ->
+//   E: Relu(Conv 1x1 (16) + x)            -> e   (Z float32, Y stored)
+//   A: Relu(Conv 3x3 (32, pads 1) + bias) -> a   (X stored, Y stored)
+//   B: Relu(Conv 1x1 (32) + bias + a)     -> s   (X and Z stored, Y stored)
+//   C: Conv 1x1 (24)(s)                   -> y1  (a model output)
+//   D: Conv 1x1 (32)(s) + a               -> y2  (X and Z stored, a model output)
+// The residual Adds are fused as the convolutions' sum input. `abs_values`: every weight, bias
+// and input by magnitude (the error bound's sum|x w|); `rounded`: e, a and s go through bf16,
+// a float32 model with the storage's roundings.
+Model residual_chain(bool abs_values = false, bool rounded = false) {
+  auto w = [&](Dims d, uint32_t seed) { return abs_values ? abs_of(random_tensor(d, seed)) : random_tensor(d, seed); };
+  auto stored = [&](GraphBuilder& b, Value* v) { return rounded ? bf16_rounded(b, v) : v; };
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {Dim(1), Dim(16), Dim(8), Dim(8)});
+  Node* ce = b.node("Conv", {x, b.constant("we", w({16, 16, 1, 1}, 40))});
+  Value* e = stored(b, b.op("Relu", {b.op("Add", {ce->outputs[0], x})}));
+  Node* ca = b.node("Conv", {e, b.constant("wa", w({32, 16, 3, 3}, 41)), b.constant("ba", w({32}, 42))}, 1,
+                    {{"pads", ints({1, 1, 1, 1})}});
+  Value* a = stored(b, b.op("Relu", {ca->outputs[0]}));
+  Node* cb = b.node("Conv", {a, b.constant("wb", w({32, 32, 1, 1}, 43)), b.constant("bb", w({32}, 44))});
+  Value* s = stored(b, b.op("Relu", {b.op("Add", {cb->outputs[0], a})}));
+  b.output(b.node("Conv", {s, b.constant("wc", w({24, 32, 1, 1}, 45))})->outputs[0]);
+  b.output(b.op("Add", {b.node("Conv", {s, b.constant("wd", w({32, 32, 1, 1}, 46))})->outputs[0], a}));
+  return typed(b.take());
+}
+
+// Records the dtype of each node's outputs as they ran, by the weight the node reads.
+class OutputDtypes final : public NodeObserver {
+ public:
+  Status before_node(const Node&, int, const std::vector<const RuntimeValue*>&) override { return Status::OK(); }
+  Status after_node(const Node& node, int, const std::vector<RuntimeValue>& outputs) override {
+    if (node.inputs.size() > 1 && node.inputs[1] && node.inputs[1]->is_initializer && !outputs.empty() &&
+        outputs[0].is_tensor())
+      dtypes[node.inputs[1]->name] = outputs[0].tensor().dtype();
+    return Status::OK();
+  }
+  std::map<std::string, DType> dtypes;
+};
+
+TEST(Precision, ValuesBetweenLoweredConvolutionsAreStoredInBf16AndNoOthers) {
+  auto s = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const Graph& g = *(*s)->model().graph;
+  EXPECT_EQ(lowered(**s).size(), 5u) << join(lowered(**s));
+  const Node* nb = node_reading(g, "wb");
+  const Node* nd = node_reading(g, "wd");
+  ASSERT_TRUE(nb && nb->inputs.size() == 4 && nd && nd->inputs.size() == 4) << "a residual was not fused";
+  EXPECT_EQ(nb->inputs[3], nb->inputs[0]);         // B reads a as X and as Z
+  EXPECT_EQ(input_dtype(g, "we", 0), DType::F32);  // the model's input, also E's Z
+  EXPECT_EQ(input_dtype(g, "we", 3), DType::F32);
+  EXPECT_EQ(input_dtype(g, "wa", 0), DType::BF16);  // e
+  EXPECT_EQ(input_dtype(g, "wb", 0), DType::BF16);  // a
+  EXPECT_EQ(input_dtype(g, "wc", 0), DType::BF16);  // s
+  EXPECT_EQ(input_dtype(g, "wd", 0), DType::BF16);  // s
+  EXPECT_EQ(input_dtype(g, "wd", 3), DType::BF16);  // a
+  for (const Value* out : g.outputs) EXPECT_EQ(out->type.dtype, DType::F32) << out->name;
+  EXPECT_EQ((*s)->precision_report().stored, 3u) << (*s)->precision_report().summary();
+  // The kernels write what the graph says.
+  OutputDtypes seen;
+  auto run = (*s)->run_values({{"x", random_tensor({1, 16, 8, 8}, 47)}}, nullptr, &seen);
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  EXPECT_EQ(seen.dtypes["we"], DType::BF16);
+  EXPECT_EQ(seen.dtypes["wa"], DType::BF16);
+  EXPECT_EQ(seen.dtypes["wb"], DType::BF16);
+  EXPECT_EQ(seen.dtypes["wc"], DType::F32);
+  EXPECT_EQ(seen.dtypes["wd"], DType::F32);
+  for (const RuntimeValue& v : *run) EXPECT_EQ(v.tensor().dtype(), DType::F32);
+
+  // No storage without a reduced mode.
+  auto fp32 = Session::create(residual_chain(), with_mode("force_fp32"));
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(input_dtype(*(*fp32)->model().graph, "wb", 0), DType::F32);
+  EXPECT_EQ((*fp32)->precision_report().stored, 0u);
+
+  // x -> P: Conv + Relu -> {Q: Conv -> q, Softmax -> p}: P's output has a float32 reader.
+  // x -> R: Conv -> r, a model output that S: Conv reads too. The layout passes are off, so
+  // these values run as built (with them, layout Transposes would stand between).
+  GraphBuilder b;
+  Value* x = b.input("x", DType::F32, {Dim(1), Dim(16), Dim(8), Dim(8)});
+  Value* p = b.op("Relu", {b.node("Conv", {x, b.constant("wp", random_tensor({32, 16, 1, 1}, 48))})->outputs[0]});
+  b.output(b.node("Conv", {p, b.constant("wq", random_tensor({32, 32, 1, 1}, 49))})->outputs[0]);
+  b.output(b.op("Softmax", {p}, {{"axis", one_int(1)}}));
+  Value* r = b.node("Conv", {x, b.constant("wr", random_tensor({32, 16, 1, 1}, 50))})->outputs[0];
+  b.output(r);
+  b.output(b.node("Conv", {r, b.constant("ws", random_tensor({32, 32, 1, 1}, 51))})->outputs[0]);
+  SessionOptions o = with_mode("allow_mix_precision_bf16");
+  o.optimizer.disabled_passes = {"layout_nhwc", "layout_blocked"};
+  auto fork = Session::create(typed(b.take()), o);
+  ASSERT_TRUE(fork.ok()) << fork.status().to_string();
+  const Graph& f = *(*fork)->model().graph;
+  EXPECT_EQ(lowered(**fork).size(), 4u) << join(lowered(**fork));
+  EXPECT_EQ(input_dtype(f, "wq", 0), DType::F32);
+  EXPECT_EQ(input_dtype(f, "ws", 0), DType::F32);
+  EXPECT_EQ(node_reading(f, "wq")->inputs[0]->producer, node_reading(f, "wp"));  // nothing between
+  EXPECT_EQ(node_reading(f, "ws")->inputs[0]->producer, node_reading(f, "wr"));
+  EXPECT_EQ((*fork)->precision_report().stored, 0u);
+  auto fork_run = (*fork)->run({{"x", random_tensor({1, 16, 8, 8}, 55)}});
+  ASSERT_TRUE(fork_run.ok()) << fork_run.status().to_string();
+  for (const Tensor& t : *fork_run) EXPECT_EQ(t.dtype(), DType::F32);
+}
+
+// The error of the chain against fp32, bounded stage by stage with u = 2^-9 (a rounding to
+// bf16) and f = 2^-23 per fp32 addition, over the same chain run on magnitudes (M >= |value|
+// at every stage: every term non-negative, the Relus identities), K the products per output:
+//   E: reads x (float32: rounded) and W rounded, the bias and the residual x added in fp32:
+//        |e' - e| <= g_E M_E, g_E = 2u + u^2 + (K_E + 2) f; stored, one more rounding:
+//        |s_E - e| <= c_E M_E, c_E = g_E (1 + u) + u (each Relu is 1-Lipschitz).
+//   A, B, C, D: read stored values exactly (they are bf16), W rounded; with c the largest c of
+//   the stored values read (as X or as Z: both are parts of M):
+//        g <= (1 + u) c + u + (K + 3) f (1 + u)(1 + c), stored: c' = g (1 + u) + u.
+// Plus the fp32 reference's own error, (sum of K + 10) f M. A loose bound (every error at its
+// worst, aligned), but it holds whatever the inputs; the run-time dtypes show the storage ran.
+TEST(Precision, StoredValuesStayWithinTheFormatsBoundOfFp32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 arithmetic (avx512_bf16/amx_bf16)";
+  const Tensor x = random_tensor({1, 16, 8, 8}, 52);
+  auto bf16 = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
+  auto fp32 = Session::create(residual_chain(), with_mode("force_fp32"));
+  auto magnitude = Session::create(residual_chain(/*abs_values=*/true), with_mode("force_fp32"));
+  ASSERT_TRUE(bf16.ok() && fp32.ok() && magnitude.ok()) << bf16.status().to_string();
+  ASSERT_EQ((*bf16)->precision_report().stored, 3u);
+  OutputDtypes seen;
+  auto y = (*bf16)->run_values({{"x", x}}, nullptr, &seen);
+  auto ref = (*fp32)->run({{"x", x}});
+  auto mag = (*magnitude)->run({{"x", abs_of(x)}});
+  ASSERT_TRUE(y.ok() && ref.ok() && mag.ok()) << y.status().to_string();
+  ASSERT_EQ(seen.dtypes["wb"], DType::BF16);
+  const double u = std::ldexp(1.0, -9), f = std::ldexp(1.0, -23);
+  const double ke = 16, ka = 16 * 9, kb = 32, kc = 32, kd = 32;
+  auto stage = [&](double c_in, double k) { return (1 + u) * c_in + u + (k + 3) * f * (1 + u) * (1 + c_in); };
+  auto stored = [&](double g) { return g * (1 + u) + u; };
+  const double c_e = stored(2 * u + u * u + (ke + 2) * f);
+  const double c_a = stored(stage(c_e, ka)), c_b = stored(stage(c_a, kb));
+  const double fp32_ref = (ke + ka + kb + kc + kd + 10) * f;
+  const double bound[2] = {stage(c_b, kc) + fp32_ref, stage(c_b, kd) + fp32_ref};  // y1 = C, y2 = D
+  double worst = 0;
+  for (size_t o = 0; o < 2; ++o) {
+    const Tensor &a = (*y)[o].tensor(), &r = (*ref)[o], &m = (*mag)[o];
+    ASSERT_EQ(a.dims(), r.dims());
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double err = std::fabs(static_cast<double>(a.data<float>()[i]) - r.data<float>()[i]);
+      const double mi = m.data<float>()[i] * (1 + 256 * f);  // M itself computed in fp32
+      ASSERT_LE(err, bound[o] * mi + 1e-30) << "output " << o << " element " << i << ": bf16 " << a.data<float>()[i]
+                                            << " fp32 " << r.data<float>()[i] << " magnitude " << mi;
+      worst = std::max(worst, err / mi);
+    }
+  }
+  // fp32 alone errs by a few f relative to M on such sums (their worst case, fp32_ref, is not
+  // reached: the terms' signs are random); bf16 products and storage err by far more.
+  EXPECT_GT(worst, 32 * f) << "no error beyond fp32's: the chain did not compute in bf16";
+}
+
+// Without bf16 arithmetic the kernels compute in fp32 and convert: the stored values are
+// rounded to bf16 all the same (the model says so), read back exactly, and nothing else is
+// rounded -- the float32 model with Casts through bf16 where the storage is computes the same,
+// up to the order of fp32 sums (the same primitives here).
+TEST(Precision, WithoutBf16ArithmeticStoredValuesAreConvertedWithTheSameRoundings) {
+  ScopedEnv hide("GEARBOX_SIMULATE_MISSING_ISA", "avx512_bf16,amx_bf16");
+  const Tensor x = random_tensor({1, 16, 8, 8}, 53);
+  auto mixed = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
+  auto rounded = Session::create(residual_chain(false, /*rounded=*/true), with_mode("force_fp32"));
+  auto magnitude = Session::create(residual_chain(/*abs_values=*/true), with_mode("force_fp32"));
+  ASSERT_TRUE(mixed.ok() && rounded.ok() && magnitude.ok()) << mixed.status().to_string();
+  ASSERT_EQ((*mixed)->precision_report().stored, 3u);
+  OutputDtypes seen;
+  auto a = (*mixed)->run_values({{"x", x}}, nullptr, &seen);
+  auto r = (*rounded)->run({{"x", x}});
+  auto m = (*magnitude)->run({{"x", abs_of(x)}});
+  ASSERT_TRUE(a.ok() && r.ok() && m.ok()) << a.status().to_string();
+  EXPECT_EQ(seen.dtypes["we"], DType::BF16);
+  EXPECT_EQ(seen.dtypes["wa"], DType::BF16);
+  EXPECT_EQ(seen.dtypes["wb"], DType::BF16);
+  for (size_t o = 0; o < 2; ++o) {
+    const Tensor &y = (*a)[o].tensor(), &ref = (*r)[o], &mag = (*m)[o];
+    ASSERT_EQ(y.dims(), ref.dims());
+    for (int64_t i = 0; i < y.numel(); ++i)
+      ASSERT_LE(std::fabs(y.data<float>()[i] - ref.data<float>()[i]), std::ldexp(mag.data<float>()[i], -18))
+          << "output " << o << " element " << i;
+  }
+}
+
+// A dump of a value stored in bf16 is a float32 .npy (numpy has no bf16) holding the stored
+// values exactly, and the index says what the engine held.
+TEST(Precision, DumpsOfBf16ValuesAreFloat32AndSaySo) {
+  auto s = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const std::string dir = std::string(GEARBOX_TEST_TMP) + "/precision_dump";
+  std::filesystem::remove_all(dir);
+  auto dumper = TensorDumper::create({parse_dump_pattern("*:pre").value(), parse_dump_pattern("*:post").value()}, dir,
+                                     &(*s)->optimizer_report());
+  ASSERT_TRUE(dumper.ok()) << dumper.status().to_string();
+  auto run = (*s)->run_values({{"x", random_tensor({1, 16, 8, 8}, 54)}}, nullptr, dumper->get());
+  ASSERT_TRUE(run.ok()) << run.status().to_string();
+  ASSERT_TRUE((*dumper)->write_index().ok());
+  std::ifstream in(dir + "/index.json");
+  const nlohmann::json index = nlohmann::json::parse(in);
+  size_t stored = 0;
+  for (const auto& e : index["files"]) {
+    if (!e.contains("stored_dtype")) {
+      EXPECT_NE(e["dtype"], "bfloat16") << e.dump();
+      continue;
+    }
+    ++stored;
+    EXPECT_EQ(e["stored_dtype"], "bfloat16") << e.dump();
+    EXPECT_EQ(e["dtype"], "float32") << e.dump();
+    auto t = read_npy(dir + "/" + e["file"].get<std::string>());
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    ASSERT_EQ(t->dtype(), DType::F32);
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, t->data<float>() + i, sizeof(bits));
+      ASSERT_EQ(bits & 0xffffu, 0u) << e["file"] << " element " << i << " is not a bf16 value";
+    }
+  }
+  // e, a and s as their producers wrote them and their consumers read them: e twice (E, A),
+  // a four times (A; B as X and Z; D as Z), s three times (B, C, D).
+  EXPECT_EQ(stored, 9u) << index.dump(1);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // Conv (ai.onnx opsets 1-17) and com.gearbox.FusedConv on oneDNN, cpu.dnnl engine.
 //
-// Handled here: float32, 2-D (NCHW), any group (depthwise included), strides, dilations,
-// explicit pads and every auto_pad (the geometry comes from the reference's make_window, so
-// both engines agree on output sizes and errors). FusedConv's bias, residual Z (same shape
-// as Y; added with a sum post-op before the activation) and activation (eltwise post-ops)
-// run inside the convolution. Everything else (1-D/3-D, other dtypes, a Z that broadcasts,
-// an activation oneDNN lacks, empty tensors) is refused by conv_supports(), so the node runs
-// on the next engine of the list (cpu.ref).
+// Handled here: float32 (X, Z and Y also bf16: see Reduced precision), 2-D (NCHW), any group
+// (depthwise included), strides, dilations, explicit pads and every auto_pad (the geometry
+// comes from the reference's make_window, so both engines agree on output sizes and errors).
+// FusedConv's bias, residual Z (same shape as Y; added with a sum post-op before the
+// activation) and activation (eltwise post-ops) run inside the convolution. Everything else
+// (1-D/3-D, other dtypes, a Z that broadcasts, an activation oneDNN lacks, empty tensors) is
+// refused by conv_supports(), so the node runs on the next engine of the list (cpu.ref).
 //
 // Layouts: for Conv/FusedConv, source and destination use the primitive's preferred layout
 // (format_tag::any), with a reorder from/to NCHW on each run. com.gearbox.NhwcConv (written by
@@ -28,12 +28,16 @@
 // (direct convolution everywhere).
 //
 // Reduced precision: a node the precision pass lowered to bf16 (runtime/precision.h) runs a
-// bf16 primitive where the CPU has bf16 arithmetic: X is converted to bf16 on its way into
-// the primitive's layout (the reorder that NCHW tensors take anyway), W once into the cached
-// blocked copy, and the products accumulate in fp32 into an fp32 Y, bias, residual and
-// activation applied in fp32. oneDNN 2.6 has no bf16 Winograd, so such a node runs the direct
-// algorithm (VDPBF16PS does twice the products of an fp32 FMA per instruction, which is what
-// Winograd's 2.25x fewer products gave).
+// bf16 primitive where the CPU has bf16 arithmetic: a float32 X is converted to bf16 on its
+// way into the primitive's layout (the reorder that NCHW tensors take anyway), W once into the
+// cached blocked copy, and the products accumulate in fp32, bias, residual and activation
+// applied in fp32. X, Z and Y are stored as the graph types them: float32, or bf16 for a value
+// the pass stores in bf16 between lowered nodes -- a bf16 X or Z is read as it lies, and a
+// bf16 Y is the primitive's destination (one rounding, after the post-ops). Where the CPU has
+// no bf16 arithmetic the node computes in fp32: bf16 X and Z are converted to fp32 (exactly)
+// and the fp32 result is rounded into a bf16 Y by the reorder out. oneDNN 2.6 has no bf16
+// Winograd, so a node computing in bf16 runs the direct algorithm (VDPBF16PS does twice the
+// products of an fp32 FMA per instruction, which is what Winograd's 2.25x fewer products gave).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -56,6 +60,7 @@ using tag = memory::format_tag;
 struct ConvPrim : ConvLayouts {
   dnnl::convolution_forward prim;
   bool winograd = false;
+  DType y_dtype = DType::F32;  // F32, or BF16 where the precision pass stores Y in bf16
 };
 
 std::atomic<int64_t> g_winograd_runs{0};
@@ -87,6 +92,7 @@ std::string join(const std::vector<int64_t>& v) {
 // the look-ups in both caches (~8% of a MobileNetV2 run at two threads, docs/performance.md).
 struct ConvNodeState {
   Dims x_dims, y_dims;
+  DType x_dtype = DType::F32, z_dtype = DType::F32;
   int64_t sub_sh = 0, sub_sw = 0;  // both non-zero: X's pixels at these strides are gathered first (strided_1x1)
   const void* w = nullptr;
   const void* b = nullptr;
@@ -102,10 +108,11 @@ const char kConvStateOwner = 0;  // its address tags ConvNodeState values in a N
 std::shared_ptr<ConvNodeState> fitting_state(NodeCache* cache, const Tensor& x, const Tensor& w, const Tensor* b,
                                              const Tensor* z, bool winograd) {
   auto st = std::static_pointer_cast<ConvNodeState>(cache->get(&kConvStateOwner));
-  if (!st || st->x_dims != x.dims() || st->w != w.raw() || st->b != (b ? b->raw() : nullptr) || st->z != (z != nullptr))
+  if (!st || st->x_dims != x.dims() || st->x_dtype != x.dtype() || st->w != w.raw() ||
+      st->b != (b ? b->raw() : nullptr) || st->z != (z != nullptr))
     return nullptr;
   if (st->w_version != buffer_version(w) || st->b_version != (b ? buffer_version(*b) : 0)) return nullptr;
-  if (z && (z->dtype() != DType::F32 || z->dims() != st->y_dims)) return nullptr;
+  if (z && (z->dtype() != st->z_dtype || z->dims() != st->y_dims)) return nullptr;
   if (st->winograd_candidate && winograd != st->winograd_on) return nullptr;
   return st;
 }
@@ -122,22 +129,24 @@ bool strided_1x1(bool nhwc, const std::vector<int64_t>& kernel, const ref::nn::W
          win.pad_begin == std::vector<int64_t>{0, 0} && win.pad_end == std::vector<int64_t>{0, 0};
 }
 
-// X[b, i sh, j sw, :] for i < oh, j < ow, of a channels-last X: [N, oh, ow, C]. Not the
-// reference's ref::strided_copy: that one stays on one thread below 1 MiB, and this gather of
-// cold memory needs both (with it, ResNet-50's downsample layers at batch 1 took 40-127 us
-// longer for the 800 KB gather and 7-68 us for the 400 KB one; gearbox profile, three runs).
+// X[b, i sh, j sw, :] for i < oh, j < ow, of a channels-last X: [N, oh, ow, C] (float32 or
+// bf16, as X is stored). Not the reference's ref::strided_copy: that one stays on one thread
+// below 1 MiB, and this gather of cold memory needs both (with it, ResNet-50's downsample
+// layers at batch 1 took 40-127 us longer for the 800 KB gather and 7-68 us for the 400 KB
+// one; gearbox profile, three runs).
 Result<Tensor> subsample_nhwc(const Tensor& x, int64_t sh, int64_t sw, int64_t oh, int64_t ow) {
   const int64_t h = x.dim(1), w = x.dim(2), c = x.dim(3);
-  GBX_ASSIGN_OR_RETURN(Tensor s, Tensor::allocate_uninitialized(DType::F32, {x.dim(0), oh, ow, c}));
+  GBX_ASSIGN_OR_RETURN(Tensor s, Tensor::allocate_uninitialized(x.dtype(), {x.dim(0), oh, ow, c}));
   g_subsampled_runs.fetch_add(1, std::memory_order_relaxed);
-  const float* src = x.data<float>();
-  float* dst = s.data<float>();
+  const size_t pixel = static_cast<size_t>(c) * dtype_size(x.dtype());
+  const auto* src = static_cast<const unsigned char*>(x.raw());
+  auto* dst = static_cast<unsigned char*>(s.mutable_raw());
   const int64_t rows = x.dim(0) * oh;
 #pragma omp parallel for schedule(static) if (rows * ow * c > (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
-    const float* in = src + ((r / oh) * h + (r % oh) * sh) * w * c;
-    float* out = dst + r * ow * c;
-    for (int64_t i = 0; i < ow; ++i) std::memcpy(out + i * c, in + i * sw * c, static_cast<size_t>(c) * sizeof(float));
+    const unsigned char* in = src + static_cast<size_t>(((r / oh) * h + (r % oh) * sh) * w) * pixel;
+    unsigned char* out = dst + static_cast<size_t>(r * ow) * pixel;
+    for (int64_t i = 0; i < ow; ++i) std::memcpy(out + i * pixel, in + i * sw * pixel, pixel);
   }
   return s;
 }
@@ -172,12 +181,12 @@ Status run_conv(KernelContext& ctx, const ConvPrim& p, const Tensor& x, const dn
                 const Tensor* z, const Dims& ydims) {
   // A residual read for the last time becomes the output: the sum post-op then adds into
   // it where it lies, instead of after a copy of Z into a new buffer.
-  const bool y_is_z = z && ctx.may_overwrite_input(3) && p.dst_md == p.dst_plain;
+  const bool y_is_z = z && ctx.may_overwrite_input(3) && p.dst_md == p.dst_plain && z->dtype() == p.y_dtype;
   Tensor y;
   if (y_is_z) {
     y = *z;
   } else {
-    GBX_ASSIGN_OR_RETURN(y, Tensor::allocate_uninitialized(DType::F32, ydims));
+    GBX_ASSIGN_OR_RETURN(y, Tensor::allocate_uninitialized(p.y_dtype, ydims));
   }
   GBX_RETURN_IF_ERROR(execute_conv_like(p.prim, p, x, weights, b, z, y_is_z, y));
   if (p.winograd) g_winograd_runs.fetch_add(1, std::memory_order_relaxed);
@@ -285,12 +294,16 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
 
   const bool bf16 = computes_bf16(ctx);
   const bool try_winograd = winograd_candidate(group, c, m, kernel, win) && winograd_enabled() && !bf16;
+  // How X, Z and Y are stored: float32, or bf16 where the precision pass stores a value
+  // between lowered nodes in bf16 (runtime/precision.h; Y: the graph's type of the output).
+  const DType xdt = xin.dtype(), ydt = ctx.op().output_dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  const DType zdt = z ? z->dtype() : ydt;
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
   const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
-                          (bf16 ? "bf16|" : "") +
-                          to_string(xin.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
-                          join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) +
-                          join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
+                          (bf16 ? "bf16|" : "") + (xdt == DType::BF16 ? "xb" : "") + (ydt == DType::BF16 ? "yb" : "") +
+                          (zdt == DType::BF16 ? "zb" : "") + to_string(xin.dims()) + to_string(w.dims()) + "g" +
+                          std::to_string(group) + "s" + join(win.strides) + "d" + join(win.dilations) + "p" +
+                          join(win.pad_begin) + join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
   try {
     auto p = cached<ConvPrim>(key, [&] {
       auto cp = std::make_shared<ConvPrim>();
@@ -298,19 +311,29 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       memory::dims wei_d = to_dims(w.dims());
       if (group > 1) wei_d = {group, m / group, c / group, kernel[0], kernel[1]};
       const tag act_tag = layout == Layout::Nhwc ? tag::nhwc : layout == Layout::Nchw16c ? tag::nChw16c : tag::nchw;
-      cp->src_plain = memory::desc(src_d, memory::data_type::f32, act_tag);
-      cp->wei_plain = plain_md(wei_d);
-      cp->dst_plain = memory::desc(dst_d, memory::data_type::f32, act_tag);
-      cp->bias_plain = plain_md({m});
       const auto f32 = memory::data_type::f32;
-      // The products' type: X and W are converted to it (bf16 above), Y stays fp32.
+      const auto stored = [](DType t) { return t == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32; };
+      cp->src_plain = memory::desc(src_d, stored(xdt), act_tag);
+      cp->wei_plain = plain_md(wei_d);
+      cp->dst_plain = memory::desc(dst_d, stored(ydt), act_tag);
+      if (zdt != ydt) cp->z_plain = memory::desc(dst_d, stored(zdt), act_tag);
+      cp->bias_plain = plain_md({m});
+      cp->y_dtype = ydt;
+      // The products' type: X and W are converted to it where they are stored otherwise.
       const auto in_dt = bf16 ? memory::data_type::bf16 : f32;
+      // The primitive's destination: Y's own dtype when it computes in bf16 and Z, if any, is
+      // stored as Y is (a bf16 Y is then written directly, the bias, sum and activation
+      // applied in fp32 before the one rounding; a bf16 Z is read by the sum as it lies);
+      // fp32 otherwise, reordered into a bf16 Y after the run: the conversion path of a CPU
+      // without bf16 arithmetic, and a float32 Z, which the sum reads in the destination's
+      // dtype (rounding it to bf16 first would be a second rounding).
+      const auto out_dt = bf16 && zdt == ydt ? stored(ydt) : f32;
       // Channels-last and blocked activations are taken as they are (no reorder per run, but
-      // the conversion to bf16); NCHW ones let the primitive pick its layout and are
-      // reordered in and out.
+      // a conversion where the stored dtype is not the primitive's); NCHW ones let the
+      // primitive pick its layout and are reordered in and out.
       const bool as_stored = layout != Layout::Nchw;
       memory::desc src_any = memory::desc(src_d, in_dt, as_stored ? act_tag : tag::any);
-      memory::desc dst_any = as_stored ? cp->dst_plain : memory::desc(dst_d, f32, tag::any);
+      memory::desc dst_any = memory::desc(dst_d, out_dt, as_stored ? act_tag : tag::any);
       memory::desc wei_any(wei_d, in_dt, tag::any);
       const memory::dims strides{win.strides[0], win.strides[1]};
       const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
@@ -354,6 +377,8 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
     if (cache) {
       auto st = std::make_shared<ConvNodeState>();
       st->x_dims = x.dims();
+      st->x_dtype = x.dtype();
+      st->z_dtype = zdt;
       st->sub_sh = sub_sh;
       st->sub_sw = sub_sw;
       st->y_dims = ydims;
@@ -409,21 +434,33 @@ int64_t strided_1x1_subsamples() { return g_subsampled_runs.load(); }
 
 namespace {
 
-GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32}, conv});
-GBX_KERNEL_SUPPORT(conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+// X and Z as stored: float32, or bf16 where the precision pass stores them (a lowered node's
+// output read only by lowered nodes); the kernel converts where the primitive computes in
+// another dtype. W and B are the model's float32 constants (W converted once, cached). Y:
+// float32, or bf16 as the graph types it (OpInfo::output_dtype).
+const std::vector<std::vector<DType>> kConvInputs{
+    {DType::F32, DType::BF16}, {DType::F32}, {DType::F32}, {DType::F32, DType::BF16}};
+const std::vector<std::vector<DType>> kConvOutputs{{DType::F32, DType::BF16}};
+
+GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32, DType::BF16}, conv});
+GBX_KERNEL_SUPPORT(conv, {.inputs = kConvInputs,
+                          .outputs = kConvOutputs,
                           .supports = conv_supports<false, Layout::Nchw>,
                           .compute = {DType::BF16}});
-GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32}, fused_conv});
-GBX_KERNEL_SUPPORT(fused_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+GBX_REGISTER_KERNEL({"com.gearbox", "FusedConv", 1, 1, kEngineDnnl, {DType::F32, DType::BF16}, fused_conv});
+GBX_KERNEL_SUPPORT(fused_conv, {.inputs = kConvInputs,
+                                .outputs = kConvOutputs,
                                 .supports = conv_supports<true, Layout::Nchw>,
                                 .compute = {DType::BF16}});
-GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32}, nhwc_conv});
-GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+GBX_REGISTER_KERNEL({"com.gearbox", "NhwcConv", 1, 1, kEngineDnnl, {DType::F32, DType::BF16}, nhwc_conv});
+GBX_KERNEL_SUPPORT(nhwc_conv, {.inputs = kConvInputs,
+                               .outputs = kConvOutputs,
                                .layouts = {TensorLayout::Nhwc},
                                .supports = conv_supports<true, Layout::Nhwc>,
                                .compute = {DType::BF16}});
-GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32}, nchw16c_conv});
-GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = {{DType::F32}, {DType::F32}, {DType::F32}, {DType::F32}},
+GBX_REGISTER_KERNEL({"com.gearbox", "Nchw16cConv", 1, 1, kEngineDnnl, {DType::F32, DType::BF16}, nchw16c_conv});
+GBX_KERNEL_SUPPORT(nchw16c_conv, {.inputs = kConvInputs,
+                                  .outputs = kConvOutputs,
                                   .layouts = {TensorLayout::Nchw16c},
                                   .supports = conv_supports<true, Layout::Nchw16c>,
                                   .compute = {DType::BF16}});

@@ -126,7 +126,8 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
     GBX_ASSIGN_OR_RETURN(dst, pooled_buffer(io.dst_md, &dst_buf));
   }
   if (z && !z_in_y) {
-    memory zm(io.dst_plain, eng, const_cast<void*>(z->raw())), dm(io.dst_md, eng, dst);
+    const dnnl::memory::desc& z_md = io.z_plain == dnnl::memory::desc() ? io.dst_plain : io.z_plain;
+    memory zm(z_md, eng, const_cast<void*>(z->raw())), dm(io.dst_md, eng, dst);
     dnnl::reorder(zm, dm).execute(s, zm, dm);
   }
   GBX_ASSIGN_OR_RETURN(void* scratch, pooled_buffer(io.scratch_md, &scratch_buf));

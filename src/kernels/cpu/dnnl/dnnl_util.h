@@ -113,18 +113,21 @@ class ExecArgs {
 };
 
 // The layouts of a convolution-like primitive (Conv, ConvTranspose): as the tensors lie
-// (plain: NCHW, NHWC, ONNX's weight order) and as the primitive wants them; and its execution
+// (plain: NCHW, NHWC, ONNX's weight order; in their stored dtype, bf16 for a value the
+// precision pass stores in bf16) and as the primitive wants them; and its execution
 // arguments, kept between runs.
 struct ConvLayouts {
   dnnl::memory::desc src_plain, wei_plain, dst_plain, bias_plain;
   dnnl::memory::desc src_md, wei_md, dst_md, scratch_md;
+  // Z (the sum post-op's addend) as it lies, where its dtype differs from Y's; zero: as Y.
+  dnnl::memory::desc z_plain;
   mutable ExecArgs exec_args;
 };
 // Runs such a primitive into y: X reordered into the primitive's source layout where it
-// differs, W through reordered_weights (`w_constant`: cached), the optional bias, Z (the sum
-// post-op's addend; null: none) placed in the destination first unless `z_in_y` (y already
-// is Z's buffer), the result reordered out into y. Scratchpad and temporaries: pooled_buffer;
-// the argument memory objects: io.exec_args.
+// differs (in layout or dtype: a conversion), W through reordered_weights (`w_constant`:
+// cached), the optional bias, Z (the sum post-op's addend; null: none) placed in the
+// destination first unless `z_in_y` (y already is Z's buffer), the result reordered out into
+// y. Scratchpad and temporaries: pooled_buffer; the argument memory objects: io.exec_args.
 // oneDNN errors are thrown (dnnl::error), allocation errors returned.
 Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, const Tensor& x, const Tensor& w,
                          bool w_constant, const Tensor* b, const Tensor* z, bool z_in_y, Tensor& y);
