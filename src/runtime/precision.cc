@@ -352,6 +352,7 @@ std::string PrecisionReport::summary() const {
   if (stored > 0)
     s += ", " + std::to_string(stored) + " values between them stored in " +
          std::string(dtype_name(reduced_dtype(mode)));
+  if (storage_skipped) s += ", every value stored in float32 (this CPU has no bf16 arithmetic)";
   if (!kept.empty()) {
     // The largest groups first.
     std::vector<std::pair<std::string, size_t>> v(kept.begin(), kept.end());
@@ -365,7 +366,7 @@ std::string PrecisionReport::summary() const {
 
 Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
                                          const PrecisionLists& lists,
-                                         const std::map<std::string, std::string>& final_nodes) {
+                                         const std::map<std::string, std::string>& final_nodes, bool arithmetic) {
   PrecisionReport report;
   report.mode = mode;
   if (!model.graph) return make_error(ErrorCode::INTERNAL, "assign_precision: the model has no graph");
@@ -373,7 +374,8 @@ Result<PrecisionReport> assign_precision(Model& model, const Partition& partitio
   Assigner a(mode, lists, partition, final_nodes, &report);
   a.visit(*model.graph);
   // The values between lowered nodes, once every node's precision and engine is known.
-  if (mode != PrecisionMode::ForceFp32) StorageAssigner(reduced_dtype(mode), &report).visit(*model.graph);
+  if (mode != PrecisionMode::ForceFp32 && arithmetic) StorageAssigner(reduced_dtype(mode), &report).visit(*model.graph);
+  report.storage_skipped = mode != PrecisionMode::ForceFp32 && !arithmetic;
   if (mode != PrecisionMode::ForceFp32) {
     if (std::vector<std::string> missing = a.unmatched(); !missing.empty())
       return make_error(ErrorCode::PRECISION_LIST_INVALID, "--keep-dtype names ", join(missing),

@@ -93,6 +93,7 @@ struct PrecisionReport {
   std::vector<std::string> warnings;  // force modes: black-list ops lowered
   size_t moved = 0;  // nodes placed on another engine of the list for its reduced-precision kernel
   size_t stored = 0;  // values between lowered nodes stored in the reduced dtype (Storage, above)
+  bool storage_skipped = false;  // no reduced arithmetic on this CPU: every value stays float32
   // "allow_mix_precision_bf16: 53 of 180 float nodes compute in bf16; kept fp32: ..."
   std::string summary() const;
 };
@@ -106,9 +107,12 @@ struct PrecisionReport {
 // PRECISION_LIST_INVALID when a --keep-dtype node name or op type matches nothing in the model.
 // A --keep-dtype node name the passes fused or replaced keeps the node that computes its result
 // now (`final_nodes`: OptimizerReport::final_nodes(); empty when the model was not optimized).
+// `arithmetic`: whether the CPU compiled for computes in the reduced dtype; without it nothing
+// is stored (the kernels would convert every stored value back: slower than fp32, none faster).
 Result<PrecisionReport> assign_precision(Model& model, const Partition& partition, PrecisionMode mode,
                                          const PrecisionLists& lists,
-                                         const std::map<std::string, std::string>& final_nodes = {});
+                                         const std::map<std::string, std::string>& final_nodes = {},
+                                         bool arithmetic = true);
 
 // Nodes of the model's graphs that compute in `dtype` (a compiled model's, for its report).
 size_t count_lowered(const Model& model, DType dtype);

@@ -27,6 +27,7 @@ int run_cli(int argc, const char* const* argv) {
   std::function<int()> action;
   add_run_command(app, &action);
   add_profile_command(app, &action);
+  add_compare_command(app, &action);
   add_bench_command(app, &action);
   add_explain_command(app, &action);
   add_demo_command(app, &action);

@@ -22,6 +22,7 @@ void add_serve_command(CLI::App& app, std::function<int()>* action);
 void add_compile_command(CLI::App& app, std::function<int()>* action);
 void add_profile_command(CLI::App& app, std::function<int()>* action);
 void add_bench_command(CLI::App& app, std::function<int()>* action);
+void add_compare_command(CLI::App& app, std::function<int()>* action);
 void add_launch_command(CLI::App& app, std::function<int()>* action);
 void add_plan_command(CLI::App& app, std::function<int()>* action);
 void add_train_command(CLI::App& app, std::function<int()>* action);

@@ -20,6 +20,7 @@
 #include "graph/onnx_exporter.h"
 #include "graph/onnx_importer.h"
 #include "graph/pass_test_util.h"
+#include "runtime/precision.h"
 #include "runtime/session.h"
 #include "runtime/tensor_dump.h"
 
@@ -372,6 +373,7 @@ TEST(Precision, Bf16KernelsStayWithinTheFormatsBoundOfFp32) {
 }
 
 TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "values are stored in bf16 only for a CPU with bf16 arithmetic";
   auto resolved = resolve_session_options(with_mode("allow_mix_precision_bf16"));
   ASSERT_TRUE(resolved.ok());
   Model m = small_net();
@@ -409,17 +411,35 @@ TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
   for (int64_t i = 0; i < (*a)[0].numel(); ++i) ASSERT_EQ((*a)[0].data<float>()[i], (*b)[0].data<float>()[i]) << i;
 }
 
+// `m` compiled in allow_mix_precision_bf16 as for a CPU with bf16 arithmetic (values stored in
+// bf16), whatever this CPU has, and written to a .gbm in the test folder: its path.
+std::string compile_for_bf16_cpu(Model m, const std::string& file) {
+  auto resolved = resolve_session_options(with_mode("allow_mix_precision_bf16"));
+  EXPECT_TRUE(resolved.ok());
+  auto optimized = optimize_and_partition(m, *resolved);
+  EXPECT_TRUE(optimized.ok()) << optimized.status().to_string();
+  auto again = assign_precision(m, optimized->partition, PrecisionMode::AllowMixBf16, {},
+                                optimized->report.final_nodes(), /*arithmetic=*/true);
+  EXPECT_TRUE(again.ok()) << again.status().to_string();
+  std::filesystem::create_directories(GEARBOX_TEST_TMP);
+  const std::string path = std::string(GEARBOX_TEST_TMP) + "/" + file;
+  EXPECT_TRUE(gbm::write_file(m, path, {}).ok());
+  return path;
+}
+
 TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
+  const std::string gbm_path = compile_for_bf16_cpu(small_net(), "precision_small_net_bf16_cpu.gbm");
   ScopedEnv hide("GEARBOX_SIMULATE_MISSING_ISA", "avx512_bf16,amx_bf16");
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 13, 9, 11}, 31)}};
-  auto mixed = Session::create(small_net(), with_mode("allow_mix_precision_bf16"));
-  // The Relu's output is stored in bf16 (the choice is the model's); the kernels convert it:
-  // the reference is float32 with that one rounding.
-  auto fp32 = Session::create(small_net(/*rounded=*/true), with_mode("force_fp32"));
-  ASSERT_TRUE(mixed.ok() && fp32.ok()) << mixed.status().to_string();
-  EXPECT_EQ(lowered(**mixed).size(), 4u);  // the choice is the model's; the CPU decides at run time
-  EXPECT_EQ(input_dtype(*(*mixed)->model().graph, "w2", 0), DType::BF16);
-  auto a = (*mixed)->run(feeds);
+  // Compiled here, on a CPU without bf16 arithmetic: the nodes are lowered (the choice is the
+  // model's; the CPU decides at run time) but nothing is stored in bf16.
+  auto here = Session::create(small_net(), with_mode("allow_mix_precision_bf16"));
+  auto fp32 = Session::create(small_net(), with_mode("force_fp32"));
+  ASSERT_TRUE(here.ok() && fp32.ok()) << here.status().to_string();
+  EXPECT_EQ(lowered(**here).size(), 4u);
+  EXPECT_EQ(input_dtype(*(*here)->model().graph, "w2", 0), DType::F32);
+  EXPECT_TRUE((*here)->precision_report().storage_skipped);
+  auto a = (*here)->run(feeds);
   auto b = (*fp32)->run(feeds);
   ASSERT_TRUE(a.ok() && b.ok()) << a.status().to_string();
   // fp32 arithmetic on both sides; the MatMul and the Gemm moved to cpu.dnnl, whose sums may
@@ -427,6 +447,18 @@ TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
   // far below the 2^-9 a bf16 product would show.
   for (int64_t i = 0; i < (*a)[0].numel(); ++i)
     ASSERT_NEAR((*a)[0].data<float>()[i], (*b)[0].data<float>()[i], 1e-6) << i;
+
+  // Compiled for a CPU with bf16 arithmetic: the Relu's output is stored in bf16, and the
+  // kernels here convert it: the reference is float32 with that one rounding.
+  auto compiled = Session::load(gbm_path, {});
+  auto rounded = Session::create(small_net(/*rounded=*/true), with_mode("force_fp32"));
+  ASSERT_TRUE(compiled.ok() && rounded.ok()) << compiled.status().to_string();
+  EXPECT_EQ(input_dtype(*(*compiled)->model().graph, "w2", 0), DType::BF16);
+  auto c = (*compiled)->run(feeds);
+  auto r = (*rounded)->run(feeds);
+  ASSERT_TRUE(c.ok() && r.ok()) << c.status().to_string();
+  for (int64_t i = 0; i < (*c)[0].numel(); ++i)
+    ASSERT_NEAR((*c)[0].data<float>()[i], (*r)[0].data<float>()[i], 1e-6) << i;
 
   SessionOptions strict = with_mode("allow_mix_precision_bf16");
   strict.precision_fallback = false;
@@ -476,6 +508,7 @@ class OutputDtypes final : public NodeObserver {
 };
 
 TEST(Precision, ValuesBetweenLoweredConvolutionsAreStoredInBf16AndNoOthers) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "values are stored in bf16 only for a CPU with bf16 arithmetic";
   auto s = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const Graph& g = *(*s)->model().graph;
@@ -592,13 +625,13 @@ TEST(Precision, StoredValuesStayWithinTheFormatsBoundOfFp32) {
 // rounded -- the float32 model with Casts through bf16 where the storage is computes the same,
 // up to the order of fp32 sums (the same primitives here).
 TEST(Precision, WithoutBf16ArithmeticStoredValuesAreConvertedWithTheSameRoundings) {
+  const std::string gbm_path = compile_for_bf16_cpu(residual_chain(), "precision_residual_chain_bf16_cpu.gbm");
   ScopedEnv hide("GEARBOX_SIMULATE_MISSING_ISA", "avx512_bf16,amx_bf16");
   const Tensor x = random_tensor({1, 16, 8, 8}, 53);
-  auto mixed = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
+  auto mixed = Session::load(gbm_path, {});
   auto rounded = Session::create(residual_chain(false, /*rounded=*/true), with_mode("force_fp32"));
   auto magnitude = Session::create(residual_chain(/*abs_values=*/true), with_mode("force_fp32"));
   ASSERT_TRUE(mixed.ok() && rounded.ok() && magnitude.ok()) << mixed.status().to_string();
-  ASSERT_EQ((*mixed)->precision_report().stored, 3u);
   OutputDtypes seen;
   auto a = (*mixed)->run_values({{"x", x}}, nullptr, &seen);
   auto r = (*rounded)->run({{"x", x}});
@@ -619,6 +652,7 @@ TEST(Precision, WithoutBf16ArithmeticStoredValuesAreConvertedWithTheSameRounding
 // A dump of a value stored in bf16 is a float32 .npy (numpy has no bf16) holding the stored
 // values exactly, and the index says what the engine held.
 TEST(Precision, DumpsOfBf16ValuesAreFloat32AndSaySo) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "values are stored in bf16 only for a CPU with bf16 arithmetic";
   auto s = Session::create(residual_chain(), with_mode("allow_mix_precision_bf16"));
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   const std::string dir = std::string(GEARBOX_TEST_TMP) + "/precision_dump";
