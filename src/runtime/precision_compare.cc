@@ -150,6 +150,18 @@ nlohmann::json value_json(const ValueError& e) {
 
 }  // namespace
 
+ValueError compare_values(const std::string& name, const Tensor& reduced, const Tensor& fp32) {
+  const std::vector<float> got = as_floats(reduced), ref = as_floats(fp32);
+  if (got.size() != ref.size()) {
+    ValueError e;  // shapes that differ agree in nothing
+    e.value = name;
+    e.relative = std::numeric_limits<double>::infinity();
+    e.cosine = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  }
+  return measure(name, got, ref);
+}
+
 Result<PrecisionComparison> compare_precision(const Session& fp32, const Session& reduced,
                                               const std::map<std::string, Tensor>& inputs) {
   if (fp32.model().graph->nodes.size() != reduced.model().graph->nodes.size())

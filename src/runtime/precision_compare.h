@@ -59,6 +59,10 @@ struct PrecisionComparison {
 
 constexpr double kJumpFactor = 8;
 
+// One value's error: `reduced` against `fp32` (same element count; non-numeric tensors give
+// zero elements). NaN or infinity on one side only is an infinite relative error.
+ValueError compare_values(const std::string& name, const Tensor& reduced, const Tensor& fp32);
+
 // Runs `inputs` through `fp32` and `reduced` (the same model; only their precision options may
 // differ) and measures every node. USAGE when the two sessions' graphs do not match (different
 // models or passes); a failed run is returned as it failed.

@@ -173,6 +173,7 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
   PrecisionLists lists;
   if (!o.keep_dtype.empty()) GBX_RETURN_IF_ERROR(read_keep_dtype(o.keep_dtype, &lists));
   if (!o.modify_mixlist.empty()) GBX_RETURN_IF_ERROR(read_modify_mixlist(o.modify_mixlist, &lists));
+  lists.keep_nodes.insert(o.keep_dtype_nodes.begin(), o.keep_dtype_nodes.end());
   if (mode == PrecisionMode::ForceFp32 && !lists.empty())
     GBX_LOG_WARN("PRECISION", "--keep-dtype / --modify-mixlist have no effect under force_fp32");
   // Values are stored in bf16 only for a CPU that computes in it (compile for this machine).

@@ -68,6 +68,10 @@ struct SessionOptions {
   // --keep-dtype and --modify-mixlist files (runtime/precision.h), read when the model is
   // optimized; empty: none.
   std::string keep_dtype, modify_mixlist;
+  // Node names kept in their dtype besides the --keep-dtype file's: the layers an accuracy
+  // budget fell back to fp32 (runtime/accuracy_budget.h). A name matching no node is
+  // PRECISION_LIST_INVALID, as in the file.
+  std::vector<std::string> keep_dtype_nodes;
   // A node lowered to bf16 on a CPU without bf16 arithmetic computes in fp32 (a warning at
   // load says so); false: such a model is PRECISION_ISA_MISSING.
   bool precision_fallback = true;

@@ -26,8 +26,8 @@ namespace {
 
 struct BenchOptions {
   std::string model;
-  std::vector<std::string> inputs;  // NAME=FILE.npy
-  NpyReadOptions npy;
+  // --input NAME=FILE.npy, ...; the inputs not given always get random data (with --shape's dims).
+  InputFlags input;
   std::vector<std::string> shapes;  // NAME:D0,D1,...
   int loop = 10;
   int warmup = 1;
@@ -71,7 +71,9 @@ Result<std::map<std::string, Tensor>> make_feeds(const Session& session, const B
     GBX_ASSIGN_OR_RETURN(auto parsed, parse_shape(spec));
     shapes[parsed.first] = parsed.second;
   }
-  GBX_ASSIGN_OR_RETURN(auto feeds, load_inputs(session, o.inputs, /*random=*/false, o.npy));
+  InputFlags files = o.input;
+  files.random = false;  // the random data below takes --shape's dims
+  GBX_ASSIGN_OR_RETURN(auto feeds, load_inputs(session, files));
   std::vector<std::string> names;
   for (const IoInfo& io : session.inputs()) names.push_back(io.name);
   auto known = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
@@ -224,9 +226,7 @@ void add_bench_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Measure a model's load time, first run and latency distribution");
   sub->add_option("model", o->model, "The model (.onnx or .gbm)")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable); others get random data");
-  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
-                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
+  add_input_flags(sub, &o->input, "Accepted as run takes it: bench fills the inputs not given with random data anyway");
   sub->add_option("--shape", o->shapes, "NAME:D0,D1,... dims of a random input, fixing its symbolic dims (repeatable)");
   add_session_flags(sub, &o->session);
   sub->add_option("--loop", o->loop, "Timed runs (default 10)");

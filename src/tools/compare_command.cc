@@ -17,9 +17,7 @@ namespace {
 
 struct CompareOptions {
   std::string model;
-  std::vector<std::string> inputs;
-  NpyReadOptions npy;
-  bool random_inputs = false;
+  InputFlags input;  // --input, --random-inputs, --npy-allow-trailing-bytes, --strict-input-dtype
   size_t top = 40;
   bool json = false;
   SessionFlags session;  // --precision-mode, --keep-dtype, --modify-mixlist, --threads, ...
@@ -48,7 +46,7 @@ int compare(const CompareOptions& o) {
   if (!reduced.ok()) return report(reduced.status());
   auto fp32 = Session::load(o.model, fp32_options);
   if (!fp32.ok()) return report(fp32.status());
-  auto feeds = load_inputs(**reduced, o.inputs, o.random_inputs, o.npy);
+  auto feeds = load_inputs(**reduced, o.input);
   if (!feeds.ok()) return report(feeds.status());
   auto c = compare_precision(**fp32, **reduced, *feeds);
   if (!c.ok()) return report(c.status());
@@ -70,10 +68,7 @@ void add_compare_command(CLI::App& app, std::function<int()>* action) {
   CLI::App* sub = app.add_subcommand(
       "compare", "Run a model in fp32 and in a reduced --precision-mode side by side: each node's error, the first jump");
   sub->add_option("model", o->model, "The model (.onnx)")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
-  sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
-  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
-                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
+  add_input_flags(sub, &o->input);
   sub->add_option("--top", o->top, "Table rows besides the jumps (default 40; the jumps are always shown)");
   sub->add_flag("--json", o->json, "Print one JSON object on stdout (logs stay on stderr)");
   add_session_flags(sub, &o->session);

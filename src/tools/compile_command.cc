@@ -13,10 +13,12 @@
 #include "graph/gbm/gbm_writer.h"
 #include "graph/onnx_importer.h"
 #include "graph/optimizer.h"
+#include "runtime/accuracy_budget.h"
 #include "runtime/partitioner.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
 #include "tools/engine_option.h"
+#include "tools/model_inputs.h"
 #include "tools/progress_display.h"
 
 namespace gearbox::cli {
@@ -30,7 +32,42 @@ struct CompileOptions {
   std::string target = "native";
   std::string report_path;
   bool quiet = false;                       // --quiet: no progress on stderr
+  std::string accuracy_budget;              // "cosine>=0.9999,top1>=0.995" (runtime/accuracy_budget.h)
+  std::string calibration;                  // a folder of .npy samples
+  size_t calibration_random = 0;            // or this many deterministic random samples
+  NpyReadOptions npy;
 };
+
+// --accuracy-budget: the fewest lowered nodes kept in fp32 for the budget to hold on the
+// calibration set; they join so.keep_dtype_nodes, and what was found is printed.
+Result<std::optional<BudgetResult>> fit_budget(const CompileOptions& o, const Model& model, SessionOptions& so,
+                                               Progress* progress) {
+  if (o.accuracy_budget.empty()) {
+    if (!o.calibration.empty() || o.calibration_random > 0)
+      return make_error(ErrorCode::USAGE, "--calibration and --calibration-random are for --accuracy-budget");
+    return std::optional<BudgetResult>();
+  }
+  GBX_ASSIGN_OR_RETURN(AccuracyBudget budget, parse_accuracy_budget(o.accuracy_budget));
+  GBX_ASSIGN_OR_RETURN(PrecisionMode mode, parse_precision_mode(so.precision));
+  if (mode == PrecisionMode::ForceFp32)
+    return make_error(ErrorCode::USAGE, "--accuracy-budget needs a reduced --precision-mode (e.g. "
+                                        "allow_mix_precision_bf16): force_fp32 has nothing to fall back");
+  if (o.calibration.empty() == (o.calibration_random == 0))
+    return make_error(ErrorCode::USAGE, "--accuracy-budget needs its calibration samples: --calibration DIR or "
+                                        "--calibration-random N (one of the two)");
+  std::vector<IoInfo> inputs;
+  for (const Value* v : model.graph->inputs) inputs.push_back({v->name, v->type});
+  GBX_ASSIGN_OR_RETURN(auto samples, load_calibration(inputs, o.calibration, o.calibration_random, o.npy));
+  SessionOptions tries = so;  // each try builds its own session, quietly
+  tries.optimizer.progress = nullptr;
+  BudgetOptions bo;
+  bo.progress = progress;
+  GBX_ASSIGN_OR_RETURN(BudgetResult r, fit_accuracy_budget(
+                                           [&](const SessionOptions& opts) { return Session::load(o.model, opts); },
+                                           tries, budget, samples, bo));
+  for (const std::string& node : r.kept_nodes()) so.keep_dtype_nodes.push_back(node);
+  return std::optional<BudgetResult>(std::move(r));
+}
 
 // The report's "partition" object: the priority list, nodes per engine, the regions.
 nlohmann::json partition_json(const Partition& p) {
@@ -115,6 +152,8 @@ int compile(const CompileOptions& o) {
   auto model = import_onnx_file(o.model, io);
   if (!model.ok()) return report(model.status());
   if (Status s = apply_input_shapes(*model, o.input_shape, so.optimizer); !s.ok()) return report(s);
+  auto budget = fit_budget(o, *model, so, shown);
+  if (!budget.ok()) return report(budget.status());
   so.optimizer.progress = shown;
   // The path Session::create takes: the passes, then partitioning; each node's engine is
   // stored in the .gbm.
@@ -143,6 +182,7 @@ int compile(const CompileOptions& o) {
   const PrecisionReport& prec = optimized->precision;
   std::cout << "precision: " << prec.summary() << "\n";
   for (const std::string& w : prec.warnings) std::cout << "  warning: " << w << "\n";
+  if (*budget) std::cout << (*budget)->summary();
   if (!rep->memory.made())
     std::cout << "memory plan: not made: " << rep->memory.not_made << "\n";
   else
@@ -161,6 +201,7 @@ int compile(const CompileOptions& o) {
                       {"kept", prec.kept},
                       {"moved_engine", prec.moved},
                       {"warnings", prec.warnings}};
+    if (*budget) j["accuracy_budget"] = (*budget)->to_json();
     if (Status st = write_file_atomically(o.report_path, j.dump(2) + "\n"); !st.ok()) return report(st);
   }
   return 0;
@@ -177,6 +218,15 @@ void add_compile_command(CLI::App& app, std::function<int()>* action) {
   add_session_flags(sub, &o->session);
   sub->add_option("--target", o->target, "native: require this build's CPU features; generic: require none");
   sub->add_option("--report", o->report_path, "Write the optimizer report and file sizes as JSON");
+  sub->add_option("--accuracy-budget", o->accuracy_budget,
+                  "Keep the fewest lowered layers in fp32 for this accuracy against fp32 to hold on the calibration "
+                  "set: \"cosine>=0.9999,top1>=0.995\" (also relative<=X)");
+  sub->add_option("--calibration", o->calibration,
+                  "The budget's samples: a folder of .npy files (one input), or of one folder of INPUT.npy per sample");
+  sub->add_option("--calibration-random", o->calibration_random,
+                  "The budget's samples: this many deterministic random inputs");
+  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
+                "Read .npy calibration files that have bytes after their data, ignoring them (as numpy does)");
   sub->add_flag("-q,--quiet", o->quiet, "Do not show the phases on stderr (a bar on a terminal, lines otherwise)");
   sub->callback([o, action] { *action = [o] { return compile(*o); }; });
 }

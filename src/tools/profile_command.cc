@@ -25,9 +25,7 @@ namespace {
 
 struct ProfileOptions {
   std::string model;
-  std::vector<std::string> inputs;
-  NpyReadOptions npy;
-  bool random_inputs = false;
+  InputFlags input;  // --input, --random-inputs, --npy-allow-trailing-bytes, --strict-input-dtype
   int loop = 10;
   int warmup = 1;
   std::string output_dir;
@@ -50,7 +48,7 @@ int profile(const ProfileOptions& o) {
   auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
-  auto feeds = load_inputs(**session, o.inputs, o.random_inputs, o.npy);
+  auto feeds = load_inputs(**session, o.input);
   if (!feeds.ok()) return report(feeds.status());
   std::error_code ec;
   std::filesystem::create_directories(o.output_dir, ec);
@@ -108,10 +106,7 @@ void add_profile_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<ProfileOptions>();
   CLI::App* sub = app.add_subcommand("profile", "Profile a model: timeline, op and memory views, roofline, advisor");
   sub->add_option("model", o->model, "The model (.onnx)")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
-  sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
-  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
-                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
+  add_input_flags(sub, &o->input);
   sub->add_option("--loop", o->loop, "Profiled runs (default 10)");
   sub->add_option("--warmup", o->warmup, "Unprofiled runs first (default 1)");
   add_session_flags(sub, &o->session);

@@ -22,9 +22,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
-  std::vector<std::string> inputs;
-  NpyReadOptions npy;
-  bool random_inputs = false;
+  InputFlags input;  // --input, --random-inputs, --npy-allow-trailing-bytes, --strict-input-dtype
   std::string output_dir;
   int loop = 1;
   int warmup = 0;
@@ -58,7 +56,7 @@ int run(const RunOptions& o) {
   auto session = Session::load(o.model, *so);
   if (!session.ok()) return report(session.status());
   if (Status st = check_dump(o.dump, **session, o.model); !st.ok()) return report(st);
-  auto feeds = load_inputs(**session, o.inputs, o.random_inputs, o.npy);
+  auto feeds = load_inputs(**session, o.input);
   if (!feeds.ok()) return report(feeds.status());
 
   std::vector<Tensor> outputs;
@@ -142,10 +140,7 @@ void add_run_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Run a model on .npy inputs and report outputs and latency");
   sub->add_option("model", o->model, "The model (.onnx)")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE.npy for a model input (repeatable)");
-  sub->add_flag("--random-inputs", o->random_inputs, "Fill inputs not given with deterministic random data");
-  sub->add_flag("--npy-allow-trailing-bytes", o->npy.allow_trailing_bytes,
-                "Read .npy inputs that have bytes after their data, ignoring them (as numpy does)");
+  add_input_flags(sub, &o->input);
   sub->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy");
   sub->add_option("--loop", o->loop, "Timed iterations (default 1)");
   sub->add_option("--warmup", o->warmup, "Untimed iterations before timing (default 0)");

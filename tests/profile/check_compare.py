@@ -8,7 +8,8 @@ A planted sensitive layer: x -> MatMul W1 ("ordinary") -> Add 1000 ("shift") -> 
 to multiples of 4, which the cancelling weights do not cancel: the node computing "sensitive"
 must be the first jump, and keeping it in fp32 (--keep-dtype, by its model name) must remove
 the jump and restore the output's cosine (computed here with numpy against fp32 numpy). Bad
-uses are USAGE errors with exit 1 or 2. Needs a CPU with bf16 arithmetic: exit 77 (skipped)
+uses are USAGE errors with exit 1 or 2. `compile --accuracy-budget` must keep exactly that layer
+in fp32, and the .gbm must meet the budget against numpy on an input it never saw. Needs a CPU with bf16 arithmetic: exit 77 (skipped)
 otherwise.
 """
 import argparse
@@ -51,6 +52,60 @@ def planted(path):
 
 def gearbox(args, *extra):
     return subprocess.run([args.gearbox, *extra], capture_output=True, text=True, timeout=120)
+
+
+def cosine(a, b):
+    return float(np.dot(a.ravel(), b.ravel()) / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
+
+
+def check_budget(args, model, x, ref_of):
+    """compile --accuracy-budget: the planted layer is the one kept in fp32, and the .gbm meets the budget."""
+    calib = os.path.join(args.work_dir, "calibration")
+    os.makedirs(calib, exist_ok=True)
+    rng = np.random.default_rng(9)
+    for i in range(3):
+        np.save(os.path.join(calib, f"x{i}.npy"), rng.uniform(-1, 1, (4, 64)).astype(np.float32))
+    mode = ["--precision-mode", "allow_mix_precision_bf16"]
+    gbm = os.path.join(args.work_dir, "budget.gbm")
+    rep = os.path.join(args.work_dir, "budget.json")
+    c = gearbox(args, "compile", model, *mode, "--accuracy-budget", "cosine>=0.9999", "--calibration", calib,
+                "-o", gbm, "--report", rep, "-q")
+    check(c.returncode == 0, f"compile --accuracy-budget exits 0 ({c.returncode}: {c.stderr[-300:]})")
+    b = json.load(open(rep))["accuracy_budget"] if c.returncode == 0 else {}
+    kept = [[k["node"]] + k["from"] for k in b.get("kept_fp32", [])]
+    check(b.get("samples") == 3, f"the three calibration files are the samples ({b.get('samples')})")
+    check(b.get("without_fallback", {}).get("cosine", 1) < 0.9999,
+          f"without fallback the mode misses the budget ({b.get('without_fallback')})")
+    check(len(kept) == 1 and "sensitive" in kept[0], f"only the node computing 'sensitive' is kept in fp32 ({kept})")
+    check(b.get("met") is True and b.get("achieved", {}).get("cosine", 0) >= 0.9999, f"the budget is met ({b})")
+    check("kept in fp32: 1 of 2 lowered nodes" in c.stdout and "speed:" in c.stdout,
+          f"the compile report says what was kept and the speed ({c.stdout[-400:]!r})")
+    # The .gbm, run on an input the budget never saw, against numpy.
+    xf = os.path.join(args.work_dir, "x_unseen.npy")
+    xu = np.random.default_rng(10).uniform(-1, 1, (4, 64)).astype(np.float32)
+    np.save(xf, xu)
+    out = os.path.join(args.work_dir, "budget_out")
+    r = gearbox(args, "run", gbm, "--input", f"x={xf}", "--output-dir", out)
+    y = np.load(os.path.join(out, "y.npy")) if r.returncode == 0 else np.zeros((4, 16))
+    cos = cosine(y, ref_of(xu))
+    check(cos >= 0.9999, f"the compiled model meets the budget on an unseen input (cosine {cos:.7f})")
+    rnd = gearbox(args, "compile", model, *mode, "--accuracy-budget", "top1>=0.99,cosine>=0.9999",
+                  "--calibration-random", "4", "-o", gbm, "-q")
+    check(rnd.returncode == 0 and "kept in fp32: 1 of 2" in rnd.stdout,
+          f"--calibration-random 4 finds the same layer ({rnd.stdout[-300:]!r} {rnd.stderr[-200:]!r})")
+    for extra, code, what in [
+            (("--accuracy-budget", "cosine>0.9", "--calibration-random", "2"), "ACCURACY_BUDGET_INVALID",
+             "a malformed budget"),
+            (("--accuracy-budget", "cosine>=0.99"), "USAGE", "a budget without calibration"),
+            (("--accuracy-budget", "cosine>=0.99", "--calibration", calib, "--calibration-random", "2"), "USAGE",
+             "both calibration sources"),
+            (("--calibration-random", "2"), "USAGE", "calibration without a budget"),
+            (("--accuracy-budget", "cosine>=0.99", "--calibration", os.path.join(args.work_dir, "none")), "USAGE",
+             "a calibration folder that does not exist")]:
+        e = gearbox(args, "compile", model, *mode, *extra, "-o", gbm, "-q")
+        check(e.returncode in (1, 2) and code in e.stderr, f"{what} is {code} ({e.returncode}: {e.stderr[:160]!r})")
+    f = gearbox(args, "compile", model, "--accuracy-budget", "cosine>=0.99", "--calibration-random", "2", "-o", gbm)
+    check(f.returncode in (1, 2) and "USAGE" in f.stderr, f"a budget under force_fp32 is USAGE ({f.stderr[:160]!r})")
 
 
 def main():
@@ -110,6 +165,9 @@ def main():
     check(c.returncode == 0, f"compile --precision-mode writes a .gbm ({c.stderr[-200:]})")
     b = gearbox(args, "compare", gbm, *mode, "--input", f"x={xf}")
     check(b.returncode == 1 and "USAGE" in b.stderr and ".onnx" in b.stderr, "a .gbm is refused, naming the .onnx")
+    check_budget(args, model, x, ref_of=lambda xs: np.maximum(
+        (xs.astype(np.float64) @ onnx.numpy_helper.to_array(onnx.load(model).graph.initializer[0]) + 1000)
+        @ onnx.numpy_helper.to_array(onnx.load(model).graph.initializer[1]), 0))
     print(f"{len(FAILS)} failure(s)")
     return 1 if FAILS else 0
 

@@ -1,8 +1,6 @@
-// The precision debugger (runtime/precision_compare.h) on a planted sensitive layer: a MatMul
-// reading values of mean 1000 through weights whose columns sum to zero. In bf16 (8
-// significant bits) 1000 +- 3 is rounded to a multiple of 4, an error of up to 2 on every
-// input element that the cancelling weights do not cancel, while the result is of order 1:
-// that MatMul must be named as the first jump, not the ordinary bf16 MatMul before it.
+// The precision debugger (runtime/precision_compare.h) on a planted sensitive layer
+// (planted_precision.h): that MatMul must be named as the first jump, not the ordinary bf16
+// MatMul before it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,45 +8,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "device/device.h"
-#include "graph/pass_test_util.h"
+#include "runtime/planted_precision.h"
 #include "runtime/precision_compare.h"
 
 namespace gearbox {
 namespace {
 
+using testing::cpu_has_bf16;
 using testing::GraphBuilder;
 using testing::random_tensor;
 
-bool cpu_has_bf16() {
-  const device::Capabilities caps = device::detect_cpu_capabilities();
-  return caps.has("avx512_bf16") || caps.has("amx_bf16");
-}
-
-// x [4,64] -> MatMul W1 [64,64] ("ordinary") -> Add 1000 -> MatMul W2 [64,16] with columns
-// summing to zero ("sensitive") -> Relu.
-Model planted() {
-  GraphBuilder b;
-  Value* x = b.input("x", DType::F32, {Dim(4), Dim(64)});
-  Node* m1 = b.node("MatMul", {x, b.constant("w1", random_tensor({64, 64}, 1))});
-  m1->name = "ordinary";
-  Tensor offset(DType::F32, {64});  // fused into the MatMul as its bias
-  for (int64_t i = 0; i < 64; ++i) offset.data<float>()[i] = 1000.f;
-  Node* add = b.node("Add", {m1->outputs[0], b.constant("offset", offset)});
-  add->name = "shift";
-  Tensor w2 = random_tensor({64, 16}, 2);
-  for (int64_t j = 0; j < 16; ++j) {
-    double mean = 0;
-    for (int64_t i = 0; i < 64; ++i) mean += w2.data<float>()[i * 16 + j] / 64.0;
-    for (int64_t i = 0; i < 64; ++i) w2.data<float>()[i * 16 + j] -= static_cast<float>(mean);
-  }
-  Node* m2 = b.node("MatMul", {add->outputs[0], b.constant("w2", w2)});
-  m2->name = "sensitive";
-  Node* relu = b.node("Relu", {m2->outputs[0]});
-  relu->name = "act";
-  b.output(relu->outputs[0]);
-  return b.take();
-}
+Model planted() { return testing::planted_model(); }
 
 SessionOptions mode(const std::string& m, const std::string& keep = "") {
   SessionOptions o;
