@@ -152,8 +152,9 @@ std::string BudgetResult::summary() const {
                      tries.size(), tries.size() == 1 ? "try" : "tries");
     for (size_t i = 0; i < kept && i < ranking.size(); ++i) {
       const Fallback& f = ranking[i];
-      s += fmt::format("    {} ({}{}): its error {} is {}x what it was given\n", f.node, f.op_type,
-                       f.from.empty() ? "" : ", from the model's " + join(f.from), num(f.error), num(f.gain));
+      s += fmt::format("    {} ({}): alone in the reduced format, outputs' cosine {:.7f}; its own error {} is {}x "
+                       "what it was given\n",
+                       f.node, f.op_type, f.alone.cosine, num(f.error), num(f.gain));
     }
     s += fmt::format("  achieved: {}\n", achieved.describe(budget));
   }
@@ -177,6 +178,7 @@ nlohmann::json BudgetResult::to_json() const {
                          {"op_type", ranking[i].op_type},
                          {"from", ranking[i].from},
                          {"gain", ranking[i].gain},
+                         {"alone", measure_json(ranking[i].alone)},
                          {"error", ranking[i].error}});
   nlohmann::json tries_json = nlohmann::json::array();
   for (const BudgetTry& t : tries) tries_json.push_back({{"kept", t.kept}, {"met", t.met}, {"measure", measure_json(t.measure)}});
@@ -244,10 +246,10 @@ Result<BudgetResult> fit_accuracy_budget(const SessionFactory& make_session, con
   std::unique_ptr<Session> chosen = std::move(lowered);
 
   if (!result.met) {
-    // The ranking: each lowered node's gain, the largest over the first samples.
-    progress_begin(options.progress, "budget: ranking layers", std::min(options.rank_samples, calibration.size()));
+    // Each lowered node's gain, the largest over the first samples (the report's why).
+    const size_t rank_samples = std::min(options.rank_samples, calibration.size());
     std::map<std::string, Fallback> by_node;
-    for (size_t s = 0; s < options.rank_samples && s < calibration.size(); ++s) {
+    for (size_t s = 0; s < rank_samples; ++s) {
       GBX_ASSIGN_OR_RETURN(PrecisionComparison c, compare_precision(*fp32, *chosen, calibration[s]));
       for (const NodeError& n : c.nodes) {
         if (n.compute_dtype == DType::Undefined) continue;
@@ -261,12 +263,28 @@ Result<BudgetResult> fit_accuracy_budget(const SessionFactory& make_session, con
           f.error = n.error;
         }
       }
-      progress_advance(options.progress, s + 1);
     }
-    for (auto& [name, f] : by_node) result.ranking.push_back(f);
-    // Most sensitive first; ties in name order, so the same model gives the same choice.
-    std::stable_sort(result.ranking.begin(), result.ranking.end(),
-                     [](const Fallback& a, const Fallback& b) { return a.gain > b.gain; });
+    // The ranking: each node alone in the reduced format, measured on the first samples.
+    const std::vector<std::map<std::string, Tensor>> rank_set(calibration.begin(), calibration.begin() + rank_samples);
+    const std::vector<std::vector<Tensor>> rank_reference(reference.begin(), reference.begin() + rank_samples);
+    progress_begin(options.progress, "budget: each layer alone", by_node.size());
+    size_t ranked = 0;
+    for (auto& [name, f] : by_node) {
+      SessionOptions o = reduced;
+      for (const auto& [other, unused] : by_node)
+        if (other != name) o.keep_dtype_nodes.push_back(other);
+      GBX_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, make_session(o));
+      GBX_ASSIGN_OR_RETURN(auto got, run_all(*session, rank_set, nullptr, ""));
+      f.alone = measure_accuracy(rank_reference, got);
+      result.ranking.push_back(f);
+      progress_advance(options.progress, ++ranked);
+    }
+    // Most damaging alone first; ties by relative error, then in name order (a stable sort of
+    // the map's order), so the same model gives the same choice.
+    std::stable_sort(result.ranking.begin(), result.ranking.end(), [](const Fallback& a, const Fallback& b) {
+      if (a.alone.cosine != b.alone.cosine) return a.alone.cosine < b.alone.cosine;
+      return a.alone.relative > b.alone.relative;
+    });
 
     // Tries: k = 1, 2, 4, ... until the budget holds, then the smallest k between.
     std::map<size_t, std::unique_ptr<Session>> sessions;

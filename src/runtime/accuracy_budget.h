@@ -3,10 +3,14 @@
 // fp32 for the reduced model to stay within the budget on a calibration set.
 //
 // How: the model runs in force_fp32 and in MODE on every calibration sample; where MODE already
-// meets the budget nothing falls back. Otherwise the precision debugger (precision_compare.h)
-// ranks the lowered nodes by how much error each adds to what it is given (its gain; the
-// largest over the first samples), and the search keeps the first k of that ranking in fp32,
-// k = 1, 2, 4, ... until the budget holds, then bisects to the smallest k that holds. Each try
+// meets the budget nothing falls back. Otherwise each lowered node's sensitivity is measured
+// alone: the model with only that node in MODE (every other one kept in fp32) runs on the first
+// samples, and the error of its outputs against fp32 ranks it. A node's own gain (the error it
+// adds to what it is given, from the precision debugger, precision_compare.h) is not enough: a
+// network's first convolution adds little error itself and yet, amplified by every layer after
+// it, costs the outputs more than most (ResNet-50). The search then keeps the first k of that
+// ranking in fp32, k = 1, 2, 4, ... until the budget holds, then bisects to the smallest k
+// that holds. Each try
 // is a session built with those nodes in SessionOptions::keep_dtype_nodes and measured on the
 // whole calibration set, so what is reported is measured, not estimated. The fp32 and the
 // final sessions are then timed against each other, alternating, for the speed the budget
@@ -62,8 +66,10 @@ AccuracyMeasure measure_accuracy(const std::vector<std::vector<Tensor>>& fp32,
 struct Fallback {
   std::string node, op_type;
   std::vector<std::string> from;  // the model's nodes the passes fused into it
-  double gain = 0;   // its error over what it was given (precision_compare.h), the ranking
-  double error = 0;  // its outputs' relative error against fp32
+  double gain = 0;   // its error over what it was given (precision_compare.h)
+  double error = 0;  // its outputs' relative error against fp32, everything lowered
+  // The model's outputs with only this node lowered (the ranking: 1 - cosine, then relative).
+  AccuracyMeasure alone;
 };
 
 struct BudgetTry {
@@ -97,7 +103,7 @@ struct BudgetResult {
 using SessionFactory = std::function<Result<std::unique_ptr<Session>>(const SessionOptions&)>;
 
 struct BudgetOptions {
-  size_t rank_samples = 2;  // the samples the ranking's comparisons run on (the first ones)
+  size_t rank_samples = 2;  // the samples the ranking runs on (the first ones)
   size_t timing_runs = 5;   // per session, alternating, after one warm-up each
   Progress* progress = nullptr;
 };
