@@ -6,6 +6,7 @@
 // --target native), an .onnx in its metadata under the key `gearbox.required_isa`
 // (comma-separated, e.g. "avx512f,avx512bw"); a model without them needs nothing beyond the
 // build.
+#include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 #include <sched.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "device/runtime_libraries.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
+#include "runtime/precision.h"
 #include "runtime/plugin_loader.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
@@ -89,19 +91,43 @@ Result<gbm::Info> gbm_info(const std::string& path) {
   return info;
 }
 
+// The precision the model runs in (docs/precision.md): a .gbm's compiled mode, or the mode an
+// .onnx gets from GEARBOX_PRECISION_MODE. WARN when nodes compute in bf16 on paper and this
+// CPU has no bf16 arithmetic: they run in fp32 (the conversion path), no faster than fp32.
+Check check_model_precision(const std::string& path, const Session& session, const Capabilities& caps) {
+  const Model& m = session.model();
+  const std::string mode = m.precision_mode.empty() ? "force_fp32" : m.precision_mode;
+  const size_t bf16 = count_lowered(m, DType::BF16);
+  const std::string where = gbm::is_gbm_file(path) ? " (compiled in)" : env("GEARBOX_PRECISION_MODE").empty()
+                                                                          ? " (the default)"
+                                                                          : " (GEARBOX_PRECISION_MODE)";
+  if (bf16 == 0)
+    return {"PASS", "model.precision", path + ": " + mode + where + ": every node computes in its own dtype", ""};
+  const std::string lowered = fmt::format("{}: {}{}: {} nodes compute in bfloat16", path, mode, where, bf16);
+  if (!caps.has("avx512_bf16") && !caps.has("amx_bf16"))
+    return {"WARN", "model.precision",
+            lowered + ", but this CPU has no bf16 arithmetic (AVX512_BF16 or AMX-BF16)" +
+                (caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)") +
+                ": they compute in fp32, no faster than force_fp32",
+            "Run on a CPU with AVX512_BF16, or compile the .onnx on this CPU (it then stores nothing in bf16)"};
+  return {"PASS", "model.precision", lowered + " with fp32 accumulation (this CPU has AVX512_BF16 or AMX-BF16)", ""};
+}
+
 // The pre-load verdict: the model imported (or read), optimized and partitioned exactly as
 // `gearbox run` would with this environment, so an op no engine serves (OP_UNSUPPORTED), a
 // bad GEARBOX_ENGINES or any other load error FAILs here, naming it, instead of at the run.
-Check check_model_loads(const std::string& path, const std::string& op_path) {
+// Then the precision it runs in.
+std::vector<Check> check_model_loads(const std::string& path, const std::string& op_path, const Capabilities& caps) {
   SessionOptions options;
   options.op_path = op_path;
   auto session = Session::load(path, options);
   if (!session.ok()) {
     const Status& st = session.status();
-    return {"FAIL", "model.partition", st.to_string(), std::string(error_info(st.code()).fix)};
+    return {{"FAIL", "model.partition", st.to_string(), std::string(error_info(st.code()).fix)}};
   }
-  return {"PASS", "model.partition",
-          path + " loads with engines " + (*session)->engines() + ": " + (*session)->partition().summary(), ""};
+  return {{"PASS", "model.partition",
+           path + " loads with engines " + (*session)->engines() + ": " + (*session)->partition().summary(), ""},
+          check_model_precision(path, **session, caps)};
 }
 
 std::vector<Check> check_model(const std::string& path, const Capabilities& caps, const std::string& op_path) {
@@ -148,7 +174,7 @@ std::vector<Check> check_model(const std::string& path, const Capabilities& caps
   } else {
     out.push_back({"PASS", "model.isa", path + " needs " + join(need) + ": all present", ""});
   }
-  out.push_back(check_model_loads(path, op_path));
+  for (Check& c : check_model_loads(path, op_path, caps)) out.push_back(std::move(c));
   return out;
 }
 

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 GBX, WORK = sys.argv[1], sys.argv[2]
 failures = []
@@ -178,6 +179,26 @@ if gbm_isa:
 generic = os.path.join(WORK, "generic.gbm")
 run(["compile", plain, "-o", generic, "--target", "generic"], expect_rc=0)
 check(doctor([generic], rc=0)["model.isa"]["status"] == "PASS", "doctor: a generic .gbm passes")
+# The precision a model runs in: force_fp32 by default; a .gbm compiled in a bf16 mode names its
+# bf16 nodes, and on a CPU without bf16 arithmetic (simulated) doctor warns they run in fp32.
+check(doctor([plain], rc=0)["model.precision"]["status"] == "PASS" and
+      "force_fp32" in doctor([plain], rc=0)["model.precision"]["detail"], "doctor: an .onnx runs in force_fp32")
+mm = helper.make_graph([helper.make_node("MatMul", ["a", "w"], ["b"], name="mm")], "mm",
+                       [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4, 32])],
+                       [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 32])],
+                       [numpy_helper.from_array(np.ones((32, 32), np.float32), "w")])
+mm_model = helper.make_model(mm, opset_imports=[helper.make_opsetid("", 13)])
+mm_model.ir_version = 8
+mm_path, mm_gbm = os.path.join(WORK, "mm.onnx"), os.path.join(WORK, "mm_bf16.gbm")
+onnx.save(mm_model, mm_path)
+run(["compile", mm_path, "-o", mm_gbm, "--precision-mode", "allow_mix_precision_bf16", "-q"], expect_rc=0)
+if dev["isa"].get("avx512_bf16") or dev["isa"].get("amx_bf16"):
+    prec = doctor([mm_gbm], rc=0)["model.precision"]
+    check(prec["status"] == "PASS" and "allow_mix_precision_bf16" in prec["detail"] and
+          "1 nodes compute in bfloat16" in prec["detail"], f"doctor: a bf16 .gbm names its mode and nodes: {prec}")
+    prec = doctor([mm_gbm], {"GEARBOX_SIMULATE_MISSING_ISA": "avx512_bf16,amx_bf16"})["model.precision"]
+    check(prec["status"] == "WARN" and "no bf16 arithmetic" in prec["detail"],
+          f"doctor: WARN for bf16 nodes on a CPU without bf16: {prec}")
 bad = os.path.join(WORK, "bad.onnx")
 with open(bad, "wb") as f:
     f.write(b"\x00garbage")
