@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/half.h"
 #include "base/strings.h"
 #include "kernels/kernel_support.h"
 #include "runtime/partitioner.h"
@@ -212,6 +213,62 @@ class StorageAssigner {
   PrecisionReport* report_;
 };
 
+// For a .gbm (store_weights_reduced): constant float32 weights read only by lowered nodes whose
+// kernels read them in the reduced dtype, converted once. Same rules as StorageAssigner's, with
+// initializers in place of node outputs.
+class WeightStorage {
+ public:
+  WeightStorage(DType dtype, WeightStorageReport* report) : dtype_(dtype), report_(report) {}
+
+  void visit(Graph& g) {
+    std::unordered_set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
+    std::unordered_map<const Value*, std::vector<const Node*>> consumers;
+    for (const auto& node : g.nodes) {
+      for (const Value* v : node->inputs)
+        if (v) consumers[v].push_back(node.get());
+      for_each_subgraph(*node, [&](const Graph& sg) { collect_reads(sg, excluded); });
+    }
+    for (Value* v : g.initializers)
+      if (v && !excluded.count(v)) consider(v, consumers[v]);
+    for (auto& node : g.nodes)
+      for (auto& [name, a] : node->attrs) {
+        if (a.g) visit(*a.g);
+        for (auto& sg : a.graphs) visit(*sg);
+      }
+  }
+
+ private:
+  void consider(Value* v, const std::vector<const Node*>& consumers) {
+    if (!v->is_initializer || v->initializer.dtype() != DType::F32 || consumers.empty()) return;
+    for (const Node* c : consumers)
+      if (c->compute_dtype != dtype_) return;
+    auto converted = Tensor::allocate(dtype_, v->initializer.dims());
+    if (!converted.ok()) return;
+    const float* src = v->initializer.data<float>();
+    for (int64_t i = 0; i < v->initializer.numel(); ++i) {
+      if (dtype_ == DType::BF16) converted->data<BFloat16>()[i] = BFloat16(src[i]);
+      else converted->data<Half>()[i] = Half(src[i]);
+    }
+    // The kernels are asked with the weight as it would be stored (a constant's dtype is its
+    // tensor's); any that would not take it keeps it float32.
+    Tensor original = std::move(v->initializer);
+    v->initializer = std::move(converted).value();
+    v->type.dtype = dtype_;
+    for (const Node* c : consumers)
+      if (!computes_in(kernel_on(*c, c->engine, false), dtype_)) {
+        v->initializer = std::move(original);
+        v->type.dtype = DType::F32;
+        return;
+      }
+    report_->bytes_before += original.nbytes();
+    report_->bytes_after += v->initializer.nbytes();
+    ++report_->weights;
+  }
+
+  DType dtype_;
+  WeightStorageReport* report_;
+};
+
 // Undoes the storage of an earlier assign_precision on the same graph: a value a lowered node
 // writes in the reduced dtype is float32 again (a lowered node reads float32, and its outputs
 // were float32 before the pass).
@@ -382,6 +439,15 @@ Result<PrecisionReport> assign_precision(Model& model, const Partition& partitio
                         ", which match no node of the model (names are the model's node names; OpType:: takes an ",
                         "op type such as Conv)");
   }
+  return report;
+}
+
+WeightStorageReport store_weights_reduced(Model& model) {
+  WeightStorageReport report;
+  if (!model.graph || model.precision_mode.empty()) return report;
+  auto mode = parse_precision_mode(model.precision_mode);
+  if (!mode.ok() || reduced_dtype(*mode) == DType::Undefined) return report;
+  WeightStorage(reduced_dtype(*mode), &report).visit(*model.graph);
   return report;
 }
 

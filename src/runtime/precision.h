@@ -114,6 +114,18 @@ Result<PrecisionReport> assign_precision(Model& model, const Partition& partitio
                                          const std::map<std::string, std::string>& final_nodes = {},
                                          bool arithmetic = true);
 
+// For a compiled model (gearbox compile, before the .gbm is written): the float32 constant
+// weights that only lowered nodes read, each through a kernel that reads them in the reduced
+// dtype (today cpu.dnnl's convolutions), converted into it once (round to nearest even, as
+// the kernel's own conversion would) -- half the bytes in the file, and no conversion at load.
+// The in-memory session keeps float32 weights and converts them in the kernel: the same
+// values, so a .gbm runs bit for bit as the session it was compiled from.
+struct WeightStorageReport {
+  size_t weights = 0;  // initializers converted
+  size_t bytes_before = 0, bytes_after = 0;
+};
+WeightStorageReport store_weights_reduced(Model& model);
+
 // Nodes of the model's graphs that compute in `dtype` (a compiled model's, for its report).
 size_t count_lowered(const Model& model, DType dtype);
 

@@ -162,6 +162,12 @@ int compile(const CompileOptions& o) {
   const OptimizerReport* rep = &optimized->report;
   const Partition* part = &optimized->partition;
 
+  // Weights only bf16-lowered convolutions read go into the file converted (half the bytes; the
+  // same values the kernels would convert them to). Not for a CPU without bf16 arithmetic,
+  // where nothing is stored in bf16 (PrecisionReport::storage_skipped).
+  WeightStorageReport weights;
+  if (!optimized->precision.storage_skipped) weights = store_weights_reduced(*model);
+
   gbm::WriteOptions wo;
   // The engines' kernels pick their code path on the running CPU (oneDNN's JIT, Highway's
   // dynamic dispatch), so the file needs nothing beyond what this binary was built for:
@@ -182,6 +188,9 @@ int compile(const CompileOptions& o) {
   const PrecisionReport& prec = optimized->precision;
   std::cout << "precision: " << prec.summary() << "\n";
   for (const std::string& w : prec.warnings) std::cout << "  warning: " << w << "\n";
+  if (weights.weights > 0)
+    std::cout << "weights: " << weights.weights << " stored in " << dtype_name(reduced_dtype(prec.mode)) << " ("
+              << weights.bytes_before << " -> " << weights.bytes_after << " bytes)\n";
   if (*budget) std::cout << (*budget)->summary();
   if (!rep->memory.made())
     std::cout << "memory plan: not made: " << rep->memory.not_made << "\n";
@@ -200,6 +209,9 @@ int compile(const CompileOptions& o) {
                       {"lowered", prec.lowered},
                       {"kept", prec.kept},
                       {"moved_engine", prec.moved},
+                      {"weights_stored_reduced", weights.weights},
+                      {"weight_bytes_before", weights.bytes_before},
+                      {"weight_bytes_after", weights.bytes_after},
                       {"warnings", prec.warnings}};
     if (*budget) j["accuracy_budget"] = (*budget)->to_json();
     if (Status st = write_file_atomically(o.report_path, j.dump(2) + "\n"); !st.ok()) return report(st);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/half.h"
 #include "base/npy.h"
 #include "base/strings.h"
 #include "device/device.h"
@@ -379,6 +380,12 @@ TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
   Model m = small_net();
   auto optimized = optimize_and_partition(m, *resolved);
   ASSERT_TRUE(optimized.ok()) << optimized.status().to_string();
+  // As gearbox compile writes it: the weights only lowered convolutions read (w1, w2) in bf16,
+  // the biases and the MatMul/Gemm weights (their kernels read float32) as they were.
+  const WeightStorageReport weights = store_weights_reduced(m);
+  EXPECT_EQ(weights.weights, 2u);
+  EXPECT_EQ(weights.bytes_before, (19u * 13 * 3 * 3 + 24u * 19) * 4);
+  EXPECT_EQ(weights.bytes_after, weights.bytes_before / 2);
   const std::string path = std::string(GEARBOX_TEST_TMP) + "/precision_small_net.gbm";
   std::filesystem::create_directories(GEARBOX_TEST_TMP);
   ASSERT_TRUE(gbm::write_file(m, path, {}).ok());
@@ -396,9 +403,16 @@ TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
   EXPECT_EQ(input_dtype(*read->graph, "w2", 0), DType::BF16);
   EXPECT_EQ(input_dtype(*read->graph, "w1", 0), DType::F32);
   EXPECT_EQ(read->graph->outputs[0]->type.dtype, DType::F32);
+  std::map<std::string, DType> stored;
+  for (const Value* v : read->graph->initializers) stored[v->name] = v->initializer.dtype();
+  EXPECT_EQ(stored.at("w1"), DType::BF16);
+  EXPECT_EQ(stored.at("w2"), DType::BF16);
+  EXPECT_EQ(stored.at("b1"), DType::F32);
+  EXPECT_EQ(stored.at("w3"), DType::F32);
+  EXPECT_EQ(stored.at("w4"), DType::F32);
 
   // Loaded without a mode (or with another one), it runs as compiled: the same outputs as the
-  // session that compiled from the .onnx, bit for bit.
+  // session that compiled from the .onnx (float32 weights the kernels convert), bit for bit.
   auto from_gbm = Session::load(path, with_mode("force_fp32"));
   auto from_onnx = Session::create(small_net(), with_mode("allow_mix_precision_bf16"));
   ASSERT_TRUE(from_gbm.ok() && from_onnx.ok()) << from_gbm.status().to_string();
@@ -411,8 +425,9 @@ TEST(Precision, CompiledModelKeepsItsChoicesAndRunsAsTheOnnxSession) {
   for (int64_t i = 0; i < (*a)[0].numel(); ++i) ASSERT_EQ((*a)[0].data<float>()[i], (*b)[0].data<float>()[i]) << i;
 }
 
-// `m` compiled in allow_mix_precision_bf16 as for a CPU with bf16 arithmetic (values stored in
-// bf16), whatever this CPU has, and written to a .gbm in the test folder: its path.
+// `m` compiled in allow_mix_precision_bf16 as for a CPU with bf16 arithmetic (values and
+// convolution weights stored in bf16), whatever this CPU has, and written to a .gbm in the test
+// folder: its path.
 std::string compile_for_bf16_cpu(Model m, const std::string& file) {
   auto resolved = resolve_session_options(with_mode("allow_mix_precision_bf16"));
   EXPECT_TRUE(resolved.ok());
@@ -421,6 +436,7 @@ std::string compile_for_bf16_cpu(Model m, const std::string& file) {
   auto again = assign_precision(m, optimized->partition, PrecisionMode::AllowMixBf16, {},
                                 optimized->report.final_nodes(), /*arithmetic=*/true);
   EXPECT_TRUE(again.ok()) << again.status().to_string();
+  store_weights_reduced(m);  // as gearbox compile writes it: the convolutions' weights in bf16
   std::filesystem::create_directories(GEARBOX_TEST_TMP);
   const std::string path = std::string(GEARBOX_TEST_TMP) + "/" + file;
   EXPECT_TRUE(gbm::write_file(m, path, {}).ok());
@@ -477,17 +493,26 @@ TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
 // The residual Adds are fused as the convolutions' sum input. `abs_values`: every weight, bias
 // and input by magnitude (the error bound's sum|x w|); `rounded`: e, a and s go through bf16,
 // a float32 model with the storage's roundings.
+// `rounded`: the roundings a .gbm compiled for a bf16 CPU makes, in fp32 arithmetic: the values
+// stored in bf16 (Cast pairs) and the convolution weights (rounded to bf16 as gearbox compile
+// stores them; the biases stay float32).
 Model residual_chain(bool abs_values = false, bool rounded = false) {
-  auto w = [&](Dims d, uint32_t seed) { return abs_values ? abs_of(random_tensor(d, seed)) : random_tensor(d, seed); };
+  auto values = [&](Dims d, uint32_t seed) { return abs_values ? abs_of(random_tensor(d, seed)) : random_tensor(d, seed); };
+  auto w = [&](Dims d, uint32_t seed) {
+    Tensor t = values(d, seed);
+    if (rounded)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(BFloat16(t.data<float>()[i]));
+    return t;
+  };
   auto stored = [&](GraphBuilder& b, Value* v) { return rounded ? bf16_rounded(b, v) : v; };
   GraphBuilder b;
   Value* x = b.input("x", DType::F32, {Dim(1), Dim(16), Dim(8), Dim(8)});
   Node* ce = b.node("Conv", {x, b.constant("we", w({16, 16, 1, 1}, 40))});
   Value* e = stored(b, b.op("Relu", {b.op("Add", {ce->outputs[0], x})}));
-  Node* ca = b.node("Conv", {e, b.constant("wa", w({32, 16, 3, 3}, 41)), b.constant("ba", w({32}, 42))}, 1,
+  Node* ca = b.node("Conv", {e, b.constant("wa", w({32, 16, 3, 3}, 41)), b.constant("ba", values({32}, 42))}, 1,
                     {{"pads", ints({1, 1, 1, 1})}});
   Value* a = stored(b, b.op("Relu", {ca->outputs[0]}));
-  Node* cb = b.node("Conv", {a, b.constant("wb", w({32, 32, 1, 1}, 43)), b.constant("bb", w({32}, 44))});
+  Node* cb = b.node("Conv", {a, b.constant("wb", w({32, 32, 1, 1}, 43)), b.constant("bb", values({32}, 44))});
   Value* s = stored(b, b.op("Relu", {b.op("Add", {cb->outputs[0], a})}));
   b.output(b.node("Conv", {s, b.constant("wc", w({24, 32, 1, 1}, 45))})->outputs[0]);
   b.output(b.op("Add", {b.node("Conv", {s, b.constant("wd", w({32, 32, 1, 1}, 46))})->outputs[0], a}));

@@ -301,7 +301,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
   const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
                           (bf16 ? "bf16|" : "") + (xdt == DType::BF16 ? "xb" : "") + (ydt == DType::BF16 ? "yb" : "") +
-                          (zdt == DType::BF16 ? "zb" : "") + to_string(xin.dims()) + to_string(w.dims()) + "g" +
+                          (zdt == DType::BF16 ? "zb" : "") + (w.dtype() == DType::BF16 ? "wb" : "") + to_string(xin.dims()) + to_string(w.dims()) + "g" +
                           std::to_string(group) + "s" + join(win.strides) + "d" + join(win.dilations) + "p" +
                           join(win.pad_begin) + join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
   try {
@@ -314,7 +314,7 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       const auto f32 = memory::data_type::f32;
       const auto stored = [](DType t) { return t == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32; };
       cp->src_plain = memory::desc(src_d, stored(xdt), act_tag);
-      cp->wei_plain = plain_md(wei_d);
+      cp->wei_plain = plain_md(wei_d, stored(w.dtype()));
       cp->dst_plain = memory::desc(dst_d, stored(ydt), act_tag);
       if (zdt != ydt) cp->z_plain = memory::desc(dst_d, stored(zdt), act_tag);
       cp->bias_plain = plain_md({m});
@@ -436,10 +436,11 @@ namespace {
 
 // X and Z as stored: float32, or bf16 where the precision pass stores them (a lowered node's
 // output read only by lowered nodes); the kernel converts where the primitive computes in
-// another dtype. W and B are the model's float32 constants (W converted once, cached). Y:
-// float32, or bf16 as the graph types it (OpInfo::output_dtype).
+// another dtype. W: the model's float32 weights (converted once, cached), or bf16 where a .gbm
+// stores them so (store_weights_reduced, runtime/precision.h). B: float32. Y: float32, or bf16
+// as the graph types it (OpInfo::output_dtype).
 const std::vector<std::vector<DType>> kConvInputs{
-    {DType::F32, DType::BF16}, {DType::F32}, {DType::F32}, {DType::F32, DType::BF16}};
+    {DType::F32, DType::BF16}, {DType::F32, DType::BF16}, {DType::F32}, {DType::F32, DType::BF16}};
 const std::vector<std::vector<DType>> kConvOutputs{{DType::F32, DType::BF16}};
 
 GBX_REGISTER_KERNEL({"", "Conv", 1, 18, kEngineDnnl, {DType::F32, DType::BF16}, conv});

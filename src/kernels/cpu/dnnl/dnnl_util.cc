@@ -49,10 +49,10 @@ dnnl::stream& thread_stream() {
 
 dnnl::memory::dims to_dims(const Dims& d) { return dnnl::memory::dims(d.begin(), d.end()); }
 
-dnnl::memory::desc plain_md(const dnnl::memory::dims& d) {
+dnnl::memory::desc plain_md(const dnnl::memory::dims& d, dnnl::memory::data_type type) {
   dnnl::memory::dims strides(d.size(), 1);
   for (size_t i = d.size(); i-- > 1;) strides[i - 1] = strides[i] * d[i];
-  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+  return dnnl::memory::desc(d, type, strides);
 }
 
 std::shared_ptr<void> primitive_cache_get(const std::string& key) { return primitive_lru().get(key); }
@@ -147,6 +147,25 @@ Status execute_conv_like(const dnnl::primitive& prim, const ConvLayouts& io, con
   return Status::OK();
 }
 
+namespace {
+// src into dst. oneDNN has no reorder from a plain bf16 tensor straight into a blocked fp32
+// one (a .gbm's bf16 weights on a CPU that computes them in fp32): converted first into a
+// plain fp32 copy, then laid out.
+void reorder_weights(dnnl::memory src, dnnl::memory dst) {  // handles: copies share the buffer
+  dnnl::stream& s = thread_stream();
+  const auto sdt = src.get_desc().data_type(), ddt = dst.get_desc().data_type();
+  if (sdt == dnnl::memory::data_type::bf16 && ddt == dnnl::memory::data_type::f32) {
+    dnnl::memory wide(plain_md(src.get_desc().dims()), cpu_engine());
+    dnnl::reorder(src, wide).execute(s, src, wide);
+    dnnl::reorder(wide, dst).execute(s, wide, dst);
+  } else {
+    dnnl::reorder(src, dst).execute(s, src, dst);
+  }
+  s.wait();
+  ++g_reorders;
+}
+}  // namespace
+
 // The cache key holds the buffer's version too (base/buffer_version.h): a weight updated in
 // place (Session::update_weight) is reordered again instead of read from the old entry.
 dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain, const dnnl::memory::desc& want,
@@ -155,10 +174,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
   if (want == plain) return dnnl::memory(plain, cpu_engine(), data);
   if (!constant) {
     dnnl::memory src(plain, cpu_engine(), data), dst(want, cpu_engine());
-    dnnl::stream& s = thread_stream();
-    dnnl::reorder(src, dst).execute(s, src, dst);
-    s.wait();
-    ++g_reorders;
+    reorder_weights(src, dst);
     return dst;
   }
   std::string key;
@@ -169,11 +185,7 @@ dnnl::memory reordered_weights(const Tensor& w, const dnnl::memory::desc& plain,
   auto e = std::make_shared<WeightEntry>();
   e->source = w;
   e->mem = dnnl::memory(want, cpu_engine());
-  dnnl::memory src(plain, cpu_engine(), data);
-  dnnl::stream& s = thread_stream();
-  dnnl::reorder(src, e->mem).execute(s, src, e->mem);
-  s.wait();
-  ++g_reorders;
+  reorder_weights(dnnl::memory(plain, cpu_engine(), data), e->mem);
   weight_lru().put(key, e);
   return e->mem;
 }
