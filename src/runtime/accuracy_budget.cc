@@ -77,8 +77,10 @@ Result<AccuracyBudget> parse_accuracy_budget(std::string_view text) {
     const double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || !std::isfinite(v)) return invalid(text, "'" + value + "' is not a number");
     const bool at_least = ge != std::string::npos;
-    std::optional<double>* slot = metric == "cosine" ? &b.cosine : metric == "top1" ? &b.top1
-                                : metric == "relative" ? &b.relative : nullptr;
+    std::optional<double>* slot = metric == "cosine"     ? &b.cosine
+                                  : metric == "top1"     ? &b.top1
+                                  : metric == "relative" ? &b.relative
+                                                         : nullptr;
     if (!slot) return invalid(text, "'" + metric + "' is not a metric");
     if (slot->has_value()) return invalid(text, "'" + metric + "' is named twice");
     if (metric == "relative") {
@@ -103,14 +105,17 @@ bool AccuracyMeasure::meets(const AccuracyBudget& b) const {
 std::string AccuracyMeasure::describe(const AccuracyBudget& b) const {
   std::vector<std::string> parts;
   auto yes = [](bool ok) { return ok ? "yes" : "no"; };
-  if (b.cosine) parts.push_back(fmt::format("cosine {:.6f} (>= {}: {})", cosine, num(*b.cosine), yes(cosine >= *b.cosine)));
+  if (b.cosine)
+    parts.push_back(fmt::format("cosine {:.6f} (>= {}: {})", cosine, num(*b.cosine), yes(cosine >= *b.cosine)));
   if (b.top1) {
     if (rows == 0) parts.push_back("top1: no output has classes (not counted)");
     else
-      parts.push_back(fmt::format("top1 {:.4f} of {} rows (>= {}: {})", top1, rows, num(*b.top1), yes(top1 >= *b.top1)));
+      parts.push_back(
+          fmt::format("top1 {:.4f} of {} rows (>= {}: {})", top1, rows, num(*b.top1), yes(top1 >= *b.top1)));
   }
   if (b.relative)
-    parts.push_back(fmt::format("relative {} (<= {}: {})", num(relative), num(*b.relative), yes(relative <= *b.relative)));
+    parts.push_back(
+        fmt::format("relative {} (<= {}: {})", num(relative), num(*b.relative), yes(relative <= *b.relative)));
   return join(parts, ", ");
 }
 
@@ -152,9 +157,10 @@ std::string BudgetResult::summary() const {
                      tries.size(), tries.size() == 1 ? "try" : "tries");
     for (size_t i = 0; i < kept && i < ranking.size(); ++i) {
       const Fallback& f = ranking[i];
-      s += fmt::format("    {} ({}): alone in the reduced format, outputs' cosine {:.7f}; its own error {} is {}x "
-                       "what it was given\n",
-                       f.node, f.op_type, f.alone.cosine, num(f.error), num(f.gain));
+      s += fmt::format(
+          "    {} ({}): alone in the reduced format, outputs' cosine {:.7f}; its own error {} is {}x "
+          "what it was given\n",
+          f.node, f.op_type, f.alone.cosine, num(f.error), num(f.gain));
     }
     s += fmt::format("  achieved: {}\n", achieved.describe(budget));
   }
@@ -169,7 +175,10 @@ std::string BudgetResult::summary() const {
 
 nlohmann::json BudgetResult::to_json() const {
   auto measure_json = [&](const AccuracyMeasure& m) {
-    return nlohmann::json{{"cosine", m.cosine}, {"top1", m.top1}, {"top1_rows", m.rows}, {"relative", m.relative},
+    return nlohmann::json{{"cosine", m.cosine},
+                          {"top1", m.top1},
+                          {"top1_rows", m.rows},
+                          {"relative", m.relative},
                           {"meets", m.meets(budget)}};
   };
   nlohmann::json kept_list = nlohmann::json::array();
@@ -181,7 +190,8 @@ nlohmann::json BudgetResult::to_json() const {
                          {"alone", measure_json(ranking[i].alone)},
                          {"error", ranking[i].error}});
   nlohmann::json tries_json = nlohmann::json::array();
-  for (const BudgetTry& t : tries) tries_json.push_back({{"kept", t.kept}, {"met", t.met}, {"measure", measure_json(t.measure)}});
+  for (const BudgetTry& t : tries)
+    tries_json.push_back({{"kept", t.kept}, {"met", t.met}, {"measure", measure_json(t.measure)}});
   return {{"budget", budget.text()},
           {"mode", mode},
           {"samples", samples},
@@ -221,8 +231,9 @@ Result<BudgetResult> fit_accuracy_budget(const SessionFactory& make_session, con
                                          const std::vector<std::map<std::string, Tensor>>& calibration,
                                          const BudgetOptions& options) {
   if (calibration.empty())
-    return make_error(ErrorCode::USAGE, "the accuracy budget needs calibration samples (--calibration DIR or "
-                                        "--calibration-random N)");
+    return make_error(ErrorCode::USAGE,
+                      "the accuracy budget needs calibration samples (--calibration DIR or "
+                      "--calibration-random N)");
   BudgetResult result;
   result.budget = budget;
   result.samples = calibration.size();
@@ -238,8 +249,9 @@ Result<BudgetResult> fit_accuracy_budget(const SessionFactory& make_session, con
   tried.check_model = false;
   result.mode = lowered->model().precision_mode;
   if (result.mode.empty())
-    return make_error(ErrorCode::USAGE, "an accuracy budget needs a reduced --precision-mode (e.g. "
-                                        "allow_mix_precision_bf16): force_fp32 has nothing to keep");
+    return make_error(ErrorCode::USAGE,
+                      "an accuracy budget needs a reduced --precision-mode (e.g. "
+                      "allow_mix_precision_bf16): force_fp32 has nothing to keep");
   result.lowered = lowered->precision_report().lowered.size();
   GBX_ASSIGN_OR_RETURN(auto reference, run_all(*fp32, calibration, options.progress, "budget: fp32 reference"));
   GBX_ASSIGN_OR_RETURN(auto outputs, run_all(*lowered, calibration, options.progress, "budget: " + result.mode));
@@ -317,7 +329,8 @@ Result<BudgetResult> fit_accuracy_budget(const SessionFactory& make_session, con
     }
     if (hi == 0)
       return make_error(ErrorCode::ACCURACY_BUDGET_UNMET, "the budget ", budget.text(), " is missed even with all ", n,
-                        " lowered nodes in fp32 (", result.tries.empty() ? "" : result.tries.back().measure.describe(budget),
+                        " lowered nodes in fp32 (",
+                        result.tries.empty() ? "" : result.tries.back().measure.describe(budget),
                         "): the model's fp32 runs differ from each other");
     while (hi - lo > 1) {
       const size_t mid = lo + (hi - lo) / 2;

@@ -24,12 +24,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/progress.h"
 #include "runtime/session.h"
@@ -66,8 +65,8 @@ AccuracyMeasure measure_accuracy(const std::vector<std::vector<Tensor>>& fp32,
 struct Fallback {
   std::string node, op_type;
   std::vector<std::string> from;  // the model's nodes the passes fused into it
-  double gain = 0;   // its error over what it was given (precision_compare.h)
-  double error = 0;  // its outputs' relative error against fp32, everything lowered
+  double gain = 0;                // its error over what it was given (precision_compare.h)
+  double error = 0;               // its outputs' relative error against fp32, everything lowered
   // The model's outputs with only this node lowered (the ranking: 1 - cosine, then relative).
   AccuracyMeasure alone;
 };
@@ -82,19 +81,19 @@ struct BudgetResult {
   AccuracyBudget budget;
   std::string mode;
   size_t samples = 0;
-  size_t lowered = 0;            // nodes the mode lowers without a budget
-  AccuracyMeasure without;       // the mode's accuracy with nothing kept
+  size_t lowered = 0;             // nodes the mode lowers without a budget
+  AccuracyMeasure without;        // the mode's accuracy with nothing kept
   std::vector<Fallback> ranking;  // every lowered node, most sensitive first
   std::vector<BudgetTry> tries;   // in the order made
-  size_t kept = 0;               // the first `kept` of the ranking stay fp32
+  size_t kept = 0;                // the first `kept` of the ranking stay fp32
   AccuracyMeasure achieved;
-  bool met = false;              // always true unless a run failed (then an error is returned)
-  bool all_kept = false;         // met only with every lowered node in fp32: no faster than fp32
+  bool met = false;                    // always true unless a run failed (then an error is returned)
+  bool all_kept = false;               // met only with every lowered node in fp32: no faster than fp32
   double fp32_ms = 0, reduced_ms = 0;  // median run times, alternating, on the first sample
   size_t timing_runs = 0;              // of each
 
   std::vector<std::string> kept_nodes() const;  // the names, for SessionOptions::keep_dtype_nodes
-  std::string summary() const;  // the report's lines: the budget, what was kept and why, the speed
+  std::string summary() const;                  // the report's lines: the budget, what was kept and why, the speed
   nlohmann::json to_json() const;
 };
 

@@ -4,11 +4,10 @@
 #include <array>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "base/half.h"
 #include "base/strings.h"
@@ -153,6 +152,23 @@ class Assigner {
   std::set<std::string> matched_;
 };
 
+// Who reads each value of g (its nodes), and the values that must keep the dtype the model gave
+// them: g's outputs and whatever a subgraph reads.
+struct Readers {
+  std::unordered_map<const Value*, std::vector<const Node*>> consumers;
+  std::unordered_set<const Value*> excluded;
+};
+Readers readers_of(const Graph& g) {
+  Readers r;
+  r.excluded.insert(g.outputs.begin(), g.outputs.end());
+  for (const auto& node : g.nodes) {
+    for (const Value* v : node->inputs)
+      if (v) r.consumers[v].push_back(node.get());
+    for_each_subgraph(*node, [&](const Graph& sg) { collect_reads(sg, r.excluded); });
+  }
+  return r;
+}
+
 // The second step: which values between lowered nodes are stored in the reduced dtype. A
 // float32 tensor output of a lowered node is stored in it when
 //   - it is not an output of its graph, and no subgraph reads it (the caller, a loop's next
@@ -170,13 +186,7 @@ class StorageAssigner {
   StorageAssigner(DType dtype, PrecisionReport* report) : dtype_(dtype), report_(report) {}
 
   void visit(Graph& g) {
-    std::unordered_set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
-    std::unordered_map<const Value*, std::vector<const Node*>> consumers;
-    for (const auto& node : g.nodes) {
-      for (const Value* v : node->inputs)
-        if (v) consumers[v].push_back(node.get());
-      for_each_subgraph(*node, [&](const Graph& sg) { collect_reads(sg, excluded); });
-    }
+    auto [consumers, excluded] = readers_of(g);
     for (auto& node : g.nodes) {
       Node& n = *node;
       if (n.compute_dtype == dtype_)
@@ -221,13 +231,7 @@ class WeightStorage {
   WeightStorage(DType dtype, WeightStorageReport* report) : dtype_(dtype), report_(report) {}
 
   void visit(Graph& g) {
-    std::unordered_set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
-    std::unordered_map<const Value*, std::vector<const Node*>> consumers;
-    for (const auto& node : g.nodes) {
-      for (const Value* v : node->inputs)
-        if (v) consumers[v].push_back(node.get());
-      for_each_subgraph(*node, [&](const Graph& sg) { collect_reads(sg, excluded); });
-    }
+    auto [consumers, excluded] = readers_of(g);
     for (Value* v : g.initializers)
       if (v && !excluded.count(v)) consider(v, consumers[v]);
     for (auto& node : g.nodes)

@@ -1,11 +1,11 @@
 // `gearbox compile MODEL.onnx -o OUT.gbm`: imports and optimizes a model once and writes the
 // compiled model (.gbm, docs/gbm.md) that `gearbox run` and Session load without re-optimizing.
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "base/atomic_file.h"
 #include "base/strings.h"
@@ -50,11 +50,13 @@ Result<std::optional<BudgetResult>> fit_budget(const CompileOptions& o, const Mo
   GBX_ASSIGN_OR_RETURN(AccuracyBudget budget, parse_accuracy_budget(o.accuracy_budget));
   GBX_ASSIGN_OR_RETURN(PrecisionMode mode, parse_precision_mode(so.precision));
   if (mode == PrecisionMode::ForceFp32)
-    return make_error(ErrorCode::USAGE, "--accuracy-budget needs a reduced --precision-mode (e.g. "
-                                        "allow_mix_precision_bf16): force_fp32 has nothing to fall back");
+    return make_error(ErrorCode::USAGE,
+                      "--accuracy-budget needs a reduced --precision-mode (e.g. "
+                      "allow_mix_precision_bf16): force_fp32 has nothing to fall back");
   if (o.calibration.empty() == (o.calibration_random == 0))
-    return make_error(ErrorCode::USAGE, "--accuracy-budget needs its calibration samples: --calibration DIR or "
-                                        "--calibration-random N (one of the two)");
+    return make_error(ErrorCode::USAGE,
+                      "--accuracy-budget needs its calibration samples: --calibration DIR or "
+                      "--calibration-random N (one of the two)");
   std::vector<IoInfo> inputs;
   for (const Value* v : model.graph->inputs) inputs.push_back({v->name, v->type});
   GBX_ASSIGN_OR_RETURN(auto samples, load_calibration(inputs, o.calibration, o.calibration_random, o.npy));
@@ -62,8 +64,8 @@ Result<std::optional<BudgetResult>> fit_budget(const CompileOptions& o, const Mo
   tries.optimizer.progress = nullptr;
   BudgetOptions bo;
   bo.progress = progress;
-  GBX_ASSIGN_OR_RETURN(BudgetResult r, fit_accuracy_budget(
-                                           [&](const SessionOptions& opts) { return Session::load(o.model, opts); },
+  GBX_ASSIGN_OR_RETURN(BudgetResult r,
+                       fit_accuracy_budget([&](const SessionOptions& opts) { return Session::load(o.model, opts); },
                                            tries, budget, samples, bo));
   for (const std::string& node : r.kept_nodes()) so.keep_dtype_nodes.push_back(node);
   return std::optional<BudgetResult>(std::move(r));

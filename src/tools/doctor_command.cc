@@ -24,8 +24,8 @@
 #include "device/runtime_libraries.h"
 #include "graph/gbm/gbm_format.h"
 #include "graph/gbm/gbm_reader.h"
-#include "runtime/precision.h"
 #include "runtime/plugin_loader.h"
+#include "runtime/precision.h"
 #include "runtime/session.h"
 #include "tools/commands.h"
 
@@ -98,9 +98,9 @@ Check check_model_precision(const std::string& path, const Session& session, con
   const Model& m = session.model();
   const std::string mode = m.precision_mode.empty() ? "force_fp32" : m.precision_mode;
   const size_t bf16 = count_lowered(m, DType::BF16);
-  const std::string where = gbm::is_gbm_file(path) ? " (compiled in)" : env("GEARBOX_PRECISION_MODE").empty()
-                                                                          ? " (the default)"
-                                                                          : " (GEARBOX_PRECISION_MODE)";
+  const std::string where = gbm::is_gbm_file(path)                  ? " (compiled in)"
+                            : env("GEARBOX_PRECISION_MODE").empty() ? " (the default)"
+                                                                    : " (GEARBOX_PRECISION_MODE)";
   if (bf16 == 0)
     return {"PASS", "model.precision", path + ": " + mode + where + ": every node computes in its own dtype", ""};
   const std::string lowered = fmt::format("{}: {}{}: {} nodes compute in bfloat16", path, mode, where, bf16);

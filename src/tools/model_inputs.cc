@@ -119,7 +119,8 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, bool folders) {
   std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (folders ? e.is_directory(ec) : (e.is_regular_file(ec) && e.path().extension() == ".npy")) out.push_back(e.path());
+    if (folders ? e.is_directory(ec) : (e.is_regular_file(ec) && e.path().extension() == ".npy"))
+      out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -159,8 +160,9 @@ Result<std::vector<std::map<std::string, Tensor>>> load_calibration(const std::v
   }
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return make_error(ErrorCode::USAGE, "--calibration ", dir, " is not a folder (of .npy files, or of one folder "
-                                        "of INPUT.npy files per sample)");
+    return make_error(ErrorCode::USAGE, "--calibration ", dir,
+                      " is not a folder (of .npy files, or of one folder "
+                      "of INPUT.npy files per sample)");
   const auto folders = sorted_entries(dir, true);
   const auto files = sorted_entries(dir, false);
   if (!folders.empty()) {

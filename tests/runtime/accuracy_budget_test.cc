@@ -2,12 +2,13 @@
 // answers are known by construction, and the search on a model with one planted sensitive
 // layer among ordinary ones (planted_precision.h), where the budget must fall back exactly that
 // layer and the result, rebuilt independently, must meet the budget.
+#include "runtime/accuracy_budget.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/accuracy_budget.h"
 #include "runtime/planted_precision.h"
 #include "runtime/precision_compare.h"
 
@@ -35,9 +36,9 @@ TEST(AccuracyBudget, ParsesBudgetsAndRefusesMalformedOnes) {
   auto r = parse_accuracy_budget("relative<=0.01");
   ASSERT_TRUE(r.ok());
   EXPECT_DOUBLE_EQ(*r->relative, 0.01);
-  for (const char* bad : {"", ",", "cosine", "cosine>0.9", "cosine<=0.9", "cosine>=1.5", "top1>=-0.1",
-                          "relative>=0.1", "relative<=-1", "cosine>=abc", "cosine>=0.9x", "psnr>=30",
-                          "cosine>=0.9,cosine>=0.99", "cosine>=nan", "cosine>=inf"}) {
+  for (const char* bad :
+       {"", ",", "cosine", "cosine>0.9", "cosine<=0.9", "cosine>=1.5", "top1>=-0.1", "relative>=0.1", "relative<=-1",
+        "cosine>=abc", "cosine>=0.9x", "psnr>=30", "cosine>=0.9,cosine>=0.99", "cosine>=nan", "cosine>=inf"}) {
     auto p = parse_accuracy_budget(bad);
     ASSERT_FALSE(p.ok()) << "'" << bad << "' was accepted";
     EXPECT_EQ(p.status().code(), ErrorCode::ACCURACY_BUDGET_INVALID) << bad;
@@ -105,8 +106,6 @@ TEST(AccuracyBudget, FallsBackOnlyThePlantedSensitiveLayer) {
   EXPECT_FALSE(r->all_kept) << r->summary();
   ASSERT_EQ(r->kept_nodes().size(), 1u) << r->summary();
   EXPECT_GE(r->achieved.cosine, 0.9999) << r->summary();
-  EXPECT_GT(r->fp32_ms, 0);
-  EXPECT_GT(r->reduced_ms, 0);
 
   // Rebuilt with that node kept: it is the sensitive MatMul, every ordinary one still computes
   // in bf16, and the output meets the budget on a sample the search never saw.

@@ -1,6 +1,8 @@
 // The precision debugger (runtime/precision_compare.h) on a planted sensitive layer
 // (planted_precision.h): that MatMul must be named as the first jump, not the ordinary bf16
 // MatMul before it.
+#include "runtime/precision_compare.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <fstream>
 
 #include "runtime/planted_precision.h"
-#include "runtime/precision_compare.h"
 
 namespace gearbox {
 namespace {

@@ -1,6 +1,8 @@
 // The precision modes (runtime/precision.h): which nodes each mode and list lowers, the bf16
 // kernels of cpu.dnnl against fp32 within the format's error bound, a compiled model keeping
 // its choices, and a CPU without bf16 arithmetic computing those nodes in fp32.
+#include "runtime/precision.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -21,7 +23,6 @@
 #include "graph/onnx_exporter.h"
 #include "graph/onnx_importer.h"
 #include "graph/pass_test_util.h"
-#include "runtime/precision.h"
 #include "runtime/session.h"
 #include "runtime/tensor_dump.h"
 
@@ -497,7 +498,9 @@ TEST(Precision, WithoutBf16ArithmeticLoweredNodesComputeInFp32OrFailWhenAsked) {
 // stored in bf16 (Cast pairs) and the convolution weights (rounded to bf16 as gearbox compile
 // stores them; the biases stay float32).
 Model residual_chain(bool abs_values = false, bool rounded = false) {
-  auto values = [&](Dims d, uint32_t seed) { return abs_values ? abs_of(random_tensor(d, seed)) : random_tensor(d, seed); };
+  auto values = [&](Dims d, uint32_t seed) {
+    return abs_values ? abs_of(random_tensor(d, seed)) : random_tensor(d, seed);
+  };
   auto w = [&](Dims d, uint32_t seed) {
     Tensor t = values(d, seed);
     if (rounded)

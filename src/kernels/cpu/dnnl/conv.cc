@@ -301,9 +301,10 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   static const char* const kKeyPrefix[] = {"conv|", "conv_nhwc|", "conv_nchw16c|"};
   const std::string key = std::string(kKeyPrefix[static_cast<int>(layout)]) + (try_winograd ? "wino|" : "") +
                           (bf16 ? "bf16|" : "") + (xdt == DType::BF16 ? "xb" : "") + (ydt == DType::BF16 ? "yb" : "") +
-                          (zdt == DType::BF16 ? "zb" : "") + (w.dtype() == DType::BF16 ? "wb" : "") + to_string(xin.dims()) + to_string(w.dims()) + "g" +
-                          std::to_string(group) + "s" + join(win.strides) + "d" + join(win.dilations) + "p" +
-                          join(win.pad_begin) + join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
+                          (zdt == DType::BF16 ? "zb" : "") + (w.dtype() == DType::BF16 ? "wb" : "") +
+                          to_string(xin.dims()) + to_string(w.dims()) + "g" + std::to_string(group) + "s" +
+                          join(win.strides) + "d" + join(win.dilations) + "p" + join(win.pad_begin) +
+                          join(win.pad_end) + (b ? "b" : "") + (z ? "z" : "") + act_sig;
   try {
     auto p = cached<ConvPrim>(key, [&] {
       auto cp = std::make_shared<ConvPrim>();

@@ -33,8 +33,7 @@ dnnl::stream& thread_stream();
 
 dnnl::memory::dims to_dims(const Dims& d);
 // Row-major (plain) descriptor of these dims, f32 unless `type` says otherwise.
-dnnl::memory::desc plain_md(const dnnl::memory::dims& d,
-                            dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+dnnl::memory::desc plain_md(const dnnl::memory::dims& d, dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 
 // Keyed LRU cache of primitives (with whatever they need at run time: descriptors, the
 // reordered weights' descriptor). oneDNN also keeps its own primitive cache (default 1024
