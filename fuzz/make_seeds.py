@@ -60,6 +60,33 @@ def sequence_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def contrib_model():
+    """ONNX Runtime contrib ops (graph/contrib_ops.cc rewrites them at import): FusedMatMul,
+    BiasGelu, SkipLayerNormalization with its sum output, QLinearAdd, DynamicQuantizeMatMul and
+    SimplifiedLayerNormalization in the ONNX domain."""
+    ms = "com.microsoft"
+    f = lambda *s: np.full(s, 0.5, np.float32)  # noqa: E731
+    nodes = [helper.make_node("FusedMatMul", ["x", "w"], ["h"], name="fmm", domain=ms, transB=1, alpha=0.5),
+             helper.make_node("BiasGelu", ["h", "b"], ["g"], name="bg", domain=ms),
+             helper.make_node("SkipLayerNormalization", ["g", "x", "b", "b"], ["y", "", "", "sum"], name="sln",
+                              domain=ms),
+             helper.make_node("SimplifiedLayerNormalization", ["sum", "b"], ["r"], name="rms", axis=-1),
+             helper.make_node("DynamicQuantizeMatMul", ["r", "wq", "sw"], ["z"], name="dqm", domain=ms),
+             helper.make_node("QLinearAdd", ["q", "s", "zp", "q", "s", "zp", "s", "zp"], ["qy"], name="qadd",
+                              domain=ms)]
+    g = helper.make_graph(
+        nodes, "contrib",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("q", TensorProto.UINT8, [2, 4])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("qy", TensorProto.UINT8, None)],
+        initializer=[numpy_helper.from_array(f(4, 4), "w"), numpy_helper.from_array(f(4), "b"),
+                     numpy_helper.from_array(np.ones((4, 3), np.int8), "wq"),
+                     numpy_helper.from_array(np.float32(0.1), "sw"), numpy_helper.from_array(np.float32(0.1), "s"),
+                     numpy_helper.from_array(np.uint8(128), "zp")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid(ms, 1)])
+
+
 def write(folder, name, data):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, name), "wb") as f:
@@ -104,7 +131,7 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
 
     models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
-              "external_data": external_data_model(), "sequence": sequence_model()}
+              "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model()}
     for name, m in models.items():
         write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
 

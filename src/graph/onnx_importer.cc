@@ -20,6 +20,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "graph/contrib_ops.h"
 #include "graph/onnx_nesting.h"
 #include "graph/onnx_newer_opsets.h"
 
@@ -519,6 +520,30 @@ Status check_conv_pool_ranks(const onnx::GraphProto& g, std::map<std::string, in
   return Status::OK();
 }
 
+// A graph input or output declared as a tensor without a shape has an unknown rank (the ONNX IR
+// makes the shape optional; ONNX Runtime accepts such models), but libonnx 1.12's checker
+// requires the field. While it checks, such values get an empty shape, taken away again before
+// shape inference, to which an empty shape would mean a scalar.
+class UnrankedIoForChecker {
+ public:
+  explicit UnrankedIoForChecker(onnx::GraphProto& g) {
+    for (auto* list : {g.mutable_input(), g.mutable_output()})
+      for (auto& vi : *list)
+        if (vi.type().has_tensor_type() && !vi.type().tensor_type().has_shape()) {
+          vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+          patched_.push_back(vi.mutable_type()->mutable_tensor_type());
+        }
+  }
+  ~UnrankedIoForChecker() {
+    for (auto* t : patched_) t->clear_shape();
+  }
+  UnrankedIoForChecker(const UnrankedIoForChecker&) = delete;
+  UnrankedIoForChecker& operator=(const UnrankedIoForChecker&) = delete;
+
+ private:
+  std::vector<onnx::TypeProto_Tensor*> patched_;
+};
+
 Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, const std::string& path,
                            const ImportOptions& options) {
   if (!mp.has_graph() || (mp.graph().node_size() == 0 && mp.graph().output_size() == 0))
@@ -576,6 +601,7 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
         if (!view->rewritten()) onnx::checker::check_model(path);
         else GBX_LOG_DEBUG("GRAPH", "'{}': external data and newer ops: the ONNX checker is skipped", path);
       } else {
+        UnrankedIoForChecker unranked(*mp.mutable_graph());
         onnx::checker::check_model(mp);
       }
     } catch (const std::exception& e) {
@@ -612,6 +638,8 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   progress_begin(options.progress, "import");
   GraphImporter importer(model.opsets, base_dir);
   GBX_ASSIGN_OR_RETURN(model.graph, importer.import(mp.graph(), nullptr));
+  GBX_ASSIGN_OR_RETURN(int contrib, lower_contrib_ops(*model.graph));
+  if (contrib > 0) GBX_LOG_DEBUG("GRAPH", "{} ONNX Runtime contrib node(s) rewritten into ONNX ops", contrib);
   phase_done("conversion to the IR");
   GBX_LOG_INFO("GRAPH", "imported '{}': {} nodes, {} inputs, {} outputs, {} initializers, ai.onnx opset {}", path,
                model.graph->nodes.size(), model.graph->inputs.size(), model.graph->outputs.size(),

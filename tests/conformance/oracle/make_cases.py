@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""The oracle suite's cases (issue 25 item 2): small models Debian's onnx 1.12 cannot judge.
+
+Writes OUT/<case>/model.onnx, OUT/<case>/inputs/<input>.npy and OUT/<case>/case.json
+({"inputs": [...], "outputs": [...], "rtol", "atol"}) for:
+  - ONNX Runtime's contrib operators (com.microsoft, and the two it registers in the ONNX
+    domain at opset 1), each in the forms exporters and ORT's transformer optimizer write;
+  - ai.onnx operators new or changed at opsets 18 to 21.
+Models are built with onnx's helper without its checker (onnx 1.12 stops at opset 17), from a
+fixed seed, so the same cases come out on every run. The expected outputs are ONNX Runtime's
+(ort_expected.js); check_oracle.py runs gearbox on them against a committed baseline.
+
+Usage: make_cases.py OUT_DIR
+"""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+U8 = TensorProto.UINT8
+I8 = TensorProto.INT8
+MS = "com.microsoft"
+
+NP_OF = {F: np.float32, I64: np.int64, U8: np.uint8, I8: np.int8, TensorProto.INT32: np.int32,
+         TensorProto.BOOL: np.bool_}
+
+
+class Cases:
+    def __init__(self, out):
+        self.out = out
+        self.names = set()
+        self.rng = np.random.default_rng(2025)
+
+    def add(self, name, nodes, inputs, outputs, opset=17, inits=(), ms=False, rtol=1e-4, atol=1e-5):
+        """inputs: [(name, elem_type, array)]; outputs: [(name, elem_type)]."""
+        assert name not in self.names, name
+        self.names.add(name)
+        g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, t, a.shape) for n, t, a in inputs],
+                              [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
+                              initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits])
+        ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(MS, 1)] if ms else [])
+        m = helper.make_model(g, opset_imports=ops, producer_name="gearbox-oracle")
+        m.ir_version = 10 if opset >= 21 else 9 if opset >= 19 else 8
+        d = os.path.join(self.out, name)
+        os.makedirs(os.path.join(d, "inputs"))
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+        for n, t, a in inputs:
+            np.save(os.path.join(d, "inputs", n + ".npy"), np.asarray(a, NP_OF[t]))
+        with open(os.path.join(d, "case.json"), "w") as f:
+            json.dump({"inputs": [n for n, _, _ in inputs], "outputs": [n for n, _ in outputs],
+                       "rtol": rtol, "atol": atol}, f)
+
+    def f32(self, *shape, lo=-2.0, hi=2.0):
+        return self.rng.uniform(lo, hi, shape).astype(np.float32)
+
+    def u8(self, *shape):
+        return self.rng.integers(0, 256, shape, dtype=np.uint8)
+
+    def i8(self, *shape):
+        return self.rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+def ms_node(op, ins, outs, **attrs):
+    return helper.make_node(op, ins, outs, name=op.lower(), domain=MS, **attrs)
+
+
+def gelu_family(c):
+    for shape in ((2, 3, 8), (4, 16)):
+        tag = "x".join(map(str, shape))
+        x = c.f32(*shape, lo=-4, hi=4)
+        c.add("ms_Gelu_" + tag, [ms_node("Gelu", ["x"], ["y"])], [("x", F, x)], [("y", F)], ms=True)
+        c.add("ms_FastGelu_" + tag, [ms_node("FastGelu", ["x"], ["y"])], [("x", F, x)], [("y", F)], ms=True)
+        b = c.f32(shape[-1])
+        c.add("ms_FastGelu_bias_" + tag, [ms_node("FastGelu", ["x", "b"], ["y"])], [("x", F, x)], [("y", F)],
+              inits=[("b", b)], ms=True)
+        c.add("ms_BiasGelu_" + tag, [ms_node("BiasGelu", ["x", "b"], ["y"])], [("x", F, x)], [("y", F)],
+              inits=[("b", b)], ms=True)
+        c.add("ms_QuickGelu_" + tag, [ms_node("QuickGelu", ["x"], ["y"])], [("x", F, x)], [("y", F)], ms=True)
+        c.add("ms_QuickGelu_alpha_" + tag, [ms_node("QuickGelu", ["x"], ["y"], alpha=1.0)], [("x", F, x)],
+              [("y", F)], ms=True)
+    x = c.f32(2, 4, 10)
+    c.add("ms_BiasSplitGelu", [ms_node("BiasSplitGelu", ["x", "b"], ["y"])], [("x", F, x)], [("y", F)],
+          inits=[("b", c.f32(10))], ms=True)
+    c.add("ms_BiasAdd", [ms_node("BiasAdd", ["x", "b", "s"], ["y"])], [("x", F, c.f32(2, 3, 8)), ("s", F, c.f32(2, 3, 8))],
+          [("y", F)], inits=[("b", c.f32(8))], ms=True)
+
+
+def matmul_family(c):
+    for ta, tb, alpha in ((0, 0, 1.0), (1, 0, 1.0), (0, 1, 0.5), (1, 1, 2.0)):
+        a = c.f32(2, 5, 4) if ta else c.f32(2, 4, 5)
+        b = c.f32(2, 6, 5) if tb else c.f32(2, 5, 6)
+        c.add("ms_FusedMatMul_tA%d_tB%d_alpha%g" % (ta, tb, alpha),
+              [ms_node("FusedMatMul", ["a", "b"], ["y"], transA=ta, transB=tb, alpha=alpha)],
+              [("a", F, a), ("b", F, b)], [("y", F)], ms=True)
+    c.add("ms_FusedMatMul_2d_weight", [ms_node("FusedMatMul", ["a", "w"], ["y"], transB=1, alpha=0.125)],
+          [("a", F, c.f32(3, 7, 16))], [("y", F)], inits=[("w", c.f32(8, 16))], ms=True)
+    c.add("ms_FusedMatMul_transBatchA", [ms_node("FusedMatMul", ["a", "b"], ["y"], transBatchA=1)],
+          [("a", F, c.f32(4, 2, 3)), ("b", F, c.f32(2, 3, 5))], [("y", F)], ms=True)
+    # Integer matmuls: uint8 activations, int8 or uint8 weights, per-tensor and per-column.
+    for wt, w in (("u8", c.u8(8, 6)), ("i8", c.i8(8, 6))):
+        wtype = U8 if wt == "u8" else I8
+        zp_w = np.array(3 if wt == "u8" else -2, dtype=np.uint8 if wt == "u8" else np.int8)
+        c.add("ms_MatMulIntegerToFloat_%s" % wt,
+              [ms_node("MatMulIntegerToFloat", ["a", "w", "sa", "sw", "za", "zw", "bias"], ["y"])],
+              [("a", U8, c.u8(2, 3, 8))], [("y", F)],
+              inits=[("w", w), ("sa", np.float32(0.02)), ("sw", np.float32(0.05)), ("za", np.uint8(128)),
+                     ("zw", zp_w), ("bias", c.f32(6))], ms=True)
+        c.add("ms_MatMulIntegerToFloat_%s_no_zp" % wt,
+              [ms_node("MatMulIntegerToFloat", ["a", "w", "sa", "sw"], ["y"])], [("a", U8, c.u8(4, 8))], [("y", F)],
+              inits=[("w", w), ("sa", np.float32(0.01)), ("sw", c.f32(6, lo=0.01, hi=0.1))], ms=True)
+        c.add("ms_DynamicQuantizeMatMul_%s" % wt,
+              [ms_node("DynamicQuantizeMatMul", ["a", "w", "sw", "zw", "bias"], ["y"])],
+              [("a", F, c.f32(2, 3, 8))], [("y", F)],
+              inits=[("w", w), ("sw", np.float32(0.03)), ("zw", zp_w), ("bias", c.f32(6))], ms=True, rtol=1e-3,
+              atol=1e-3)
+        c.add("ms_DynamicQuantizeMatMul_%s_per_column" % wt,
+              [ms_node("DynamicQuantizeMatMul", ["a", "w", "sw"], ["y"])], [("a", F, c.f32(5, 8))], [("y", F)],
+              inits=[("w", w), ("sw", c.f32(6, lo=0.01, hi=0.1))], ms=True, rtol=1e-3, atol=1e-3)
+
+
+def norm_family(c):
+    for shape in ((2, 3, 16), (5, 32)):
+        tag = "x".join(map(str, shape))
+        hidden = shape[-1]
+        x, s = c.f32(*shape), c.f32(*shape)
+        gamma, beta, bias = c.f32(hidden), c.f32(hidden), c.f32(hidden)
+        c.add("ms_SkipLayerNormalization_" + tag,
+              [ms_node("SkipLayerNormalization", ["x", "s", "g", "b"], ["y"], epsilon=1e-5)],
+              [("x", F, x), ("s", F, s)], [("y", F)], inits=[("g", gamma), ("b", beta)], ms=True)
+        c.add("ms_SkipLayerNormalization_bias_sum_" + tag,
+              [ms_node("SkipLayerNormalization", ["x", "s", "g", "b", "bias"], ["y", "", "", "sum"], epsilon=1e-12)],
+              [("x", F, x), ("s", F, s)], [("y", F), ("sum", F)], inits=[("g", gamma), ("b", beta), ("bias", bias)],
+              ms=True)
+        c.add("ms_SkipLayerNormalization_no_beta_" + tag,
+              [ms_node("SkipLayerNormalization", ["x", "s", "g"], ["y"])], [("x", F, x), ("s", F, s)], [("y", F)],
+              inits=[("g", gamma)], ms=True)
+        c.add("ms_SkipSimplifiedLayerNormalization_" + tag,
+              [ms_node("SkipSimplifiedLayerNormalization", ["x", "s", "g"], ["y"], epsilon=1e-6)],
+              [("x", F, x), ("s", F, s)], [("y", F)], inits=[("g", gamma)], ms=True)
+        c.add("ms_SkipSimplifiedLayerNormalization_sum_" + tag,
+              [ms_node("SkipSimplifiedLayerNormalization", ["x", "s", "g"], ["y", "", "", "sum"], epsilon=1e-6)],
+              [("x", F, x), ("s", F, s)], [("y", F), ("sum", F)], inits=[("g", gamma)], ms=True)
+        c.add("ms_SkipSimplifiedLayerNormalization_bias_" + tag,
+              [ms_node("SkipSimplifiedLayerNormalization", ["x", "s", "g", "bias"], ["y", "", "", "sum"])],
+              [("x", F, x), ("s", F, s)], [("y", F), ("sum", F)], inits=[("g", gamma), ("bias", bias)], ms=True)
+        # The two ops ORT registers in the ONNX domain at opset 1 (models of opsets 1-16).
+        c.add("onnx1_LayerNormalization_opset13_" + tag,
+              [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], name="ln", axis=-1, epsilon=1e-5)],
+              [("x", F, x)], [("y", F)], opset=13, inits=[("g", gamma), ("b", beta)])
+        c.add("onnx1_SimplifiedLayerNormalization_" + tag,
+              [helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y"], name="rms", axis=-1, epsilon=1e-6)],
+              [("x", F, x)], [("y", F)], opset=14, inits=[("g", gamma)])
+    x = c.f32(2, 3, 4, 5)
+    c.add("onnx1_LayerNormalization_axis2_stats",
+          [helper.make_node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], name="ln", axis=2)],
+          [("x", F, x)], [("y", F), ("mean", F), ("inv", F)], opset=13,
+          inits=[("g", c.f32(4, 5)), ("b", c.f32(4, 5))])
+    c.add("onnx1_SimplifiedLayerNormalization_axis1_inv",
+          [helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y", "inv"], name="rms", axis=1)],
+          [("x", F, x)], [("y", F), ("inv", F)], opset=14, inits=[("g", c.f32(3, 4, 5))])
+
+
+def qlinear_family(c):
+    for zt, a, b in (("u8", c.u8(2, 3, 4), c.u8(2, 3, 4)), ("i8", c.i8(2, 3, 4), c.i8(3, 4))):
+        et = U8 if zt == "u8" else I8
+        zp = (lambda v: np.uint8(v)) if zt == "u8" else (lambda v: np.int8(v - 128))
+        for op in ("QLinearAdd", "QLinearMul"):
+            c.add("ms_%s_%s" % (op, zt), [ms_node(op, ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["y"])],
+                  [("a", et, a), ("b", et, b)], [("y", et)],
+                  inits=[("sa", np.float32(0.05)), ("za", zp(120)), ("sb", np.float32(0.03)), ("zb", zp(130)),
+                         ("sc", np.float32(0.08 if op == "QLinearAdd" else 0.4)), ("zc", zp(125))], ms=True, rtol=0,
+                  atol=1)
+        c.add("ms_QLinearSigmoid_%s" % zt, [ms_node("QLinearSigmoid", ["x", "sx", "zx", "sy", "zy"], ["y"])],
+              [("x", et, a)], [("y", et)],
+              inits=[("sx", np.float32(0.05)), ("zx", zp(128)), ("sy", np.float32(1 / 256)), ("zy", zp(0))], ms=True,
+              rtol=0, atol=1)
+        c.add("ms_QLinearLeakyRelu_%s" % zt, [ms_node("QLinearLeakyRelu", ["x", "sx", "zx", "sy", "zy"], ["y"], alpha=0.1)],
+              [("x", et, a)], [("y", et)],
+              inits=[("sx", np.float32(0.05)), ("zx", zp(128)), ("sy", np.float32(0.04)), ("zy", zp(100))], ms=True,
+              rtol=0, atol=1)
+    for cl in (0, 1):
+        x = c.u8(1, 4, 5, 6)
+        c.add("ms_QLinearGlobalAveragePool_channels_last%d" % cl,
+              [ms_node("QLinearGlobalAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], channels_last=cl)],
+              [("x", U8, x)], [("y", U8)],
+              inits=[("sx", np.float32(0.05)), ("zx", np.uint8(128)), ("sy", np.float32(0.02)),
+                     ("zy", np.uint8(128))], ms=True, rtol=0, atol=1)
+
+
+def attention_family(c):
+    x = c.f32(2, 4, 8)
+    w, b = c.f32(8, 24, lo=-0.5, hi=0.5), c.f32(24)
+    mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], np.int32)
+    c.add("ms_Attention", [ms_node("Attention", ["x", "w", "b"], ["y"], num_heads=2)], [("x", F, x)], [("y", F)],
+          inits=[("w", w), ("b", b)], ms=True)
+    c.add("ms_Attention_mask2d", [ms_node("Attention", ["x", "w", "b", "m"], ["y"], num_heads=2)],
+          [("x", F, x), ("m", TensorProto.INT32, mask)], [("y", F)], inits=[("w", w), ("b", b)], ms=True)
+    c.add("ms_Attention_unidirectional", [ms_node("Attention", ["x", "w", "b"], ["y"], num_heads=4, unidirectional=1)],
+          [("x", F, x)], [("y", F)], inits=[("w", w), ("b", b)], ms=True)
+    c.add("ms_Attention_scale_no_bias", [ms_node("Attention", ["x", "w"], ["y"], num_heads=2, scale=0.3)],
+          [("x", F, x)], [("y", F)], inits=[("w", w)], ms=True)
+    c.add("ms_Attention_qkv_hidden_sizes",
+          [ms_node("Attention", ["x", "w", "b"], ["y"], num_heads=2, qkv_hidden_sizes=[8, 8, 16])], [("x", F, x)],
+          [("y", F)], inits=[("w", c.f32(8, 32, lo=-0.5, hi=0.5)), ("b", c.f32(32))], ms=True)
+    c.add("ms_Attention_attention_bias", [ms_node("Attention", ["x", "w", "b", "", "", "ab"], ["y"], num_heads=2)],
+          [("x", F, x), ("ab", F, c.f32(1, 2, 4, 4))], [("y", F)], inits=[("w", w), ("b", b)], ms=True)
+    q, k, v = c.f32(2, 3, 8), c.f32(2, 5, 8), c.f32(2, 5, 8)
+    c.add("ms_MultiHeadAttention", [ms_node("MultiHeadAttention", ["q", "k", "v"], ["y"], num_heads=2)],
+          [("q", F, q), ("k", F, k), ("v", F, v)], [("y", F)], ms=True)
+    c.add("ms_MultiHeadAttention_bias", [ms_node("MultiHeadAttention", ["q", "k", "v", "b"], ["y"], num_heads=4)],
+          [("q", F, q), ("k", F, k), ("v", F, v)], [("y", F)], inits=[("b", c.f32(24))], ms=True)
+    c.add("ms_MultiHeadAttention_key_padding_mask",
+          [ms_node("MultiHeadAttention", ["q", "k", "v", "", "m"], ["y"], num_heads=2)],
+          [("q", F, q), ("k", F, k), ("v", F, v), ("m", TensorProto.INT32, np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]],
+                                                                                     np.int32))],
+          [("y", F)], ms=True)
+    c.add("ms_MultiHeadAttention_attention_bias_scale",
+          [ms_node("MultiHeadAttention", ["q", "k", "v", "", "", "ab"], ["y"], num_heads=2, scale=0.2)],
+          [("q", F, q), ("k", F, k), ("v", F, v), ("ab", F, c.f32(2, 1, 3, 5))], [("y", F)], ms=True)
+    c.add("ms_MultiHeadAttention_cross_value_width",
+          [ms_node("MultiHeadAttention", ["q", "k", "v"], ["y"], num_heads=2)],
+          [("q", F, q), ("k", F, k), ("v", F, c.f32(2, 5, 12))], [("y", F)], ms=True)
+
+
+def contrib_in_graph(c):
+    # A transformer block as ORT's optimizer leaves it: FusedMatMul for the projections,
+    # BiasGelu in the MLP, SkipLayerNormalization around it.
+    hidden = 16
+    nodes = [ms_node("FusedMatMul", ["x", "w1"], ["h"], transB=1),
+             ms_node("BiasGelu", ["h", "b1"], ["g"]),
+             helper.make_node("MatMul", ["g", "w2"], ["o"], name="down"),
+             ms_node("SkipLayerNormalization", ["o", "x", "gamma", "beta", "b2"], ["y"], epsilon=1e-12)]
+    nodes[1].name, nodes[3].name = "bias_gelu", "skip_ln"
+    c.add("ms_block_ffn", nodes, [("x", F, c.f32(2, 5, hidden))], [("y", F)],
+          inits=[("w1", c.f32(4 * hidden, hidden, lo=-0.3, hi=0.3)), ("b1", c.f32(4 * hidden)),
+                 ("w2", c.f32(4 * hidden, hidden, lo=-0.3, hi=0.3)), ("b2", c.f32(hidden)),
+                 ("gamma", c.f32(hidden)), ("beta", c.f32(hidden))], ms=True)
+
+
+def opset18_plus(c):
+    x = c.f32(2, 3, 4, lo=0.5, hi=2.0)
+    for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"):
+        for axes, keep in (([1], 1), ([0, 2], 0)):
+            c.add("op18_%s_axes%s_keep%d" % (op, "_".join(map(str, axes)), keep),
+                  [helper.make_node(op, ["x", "axes"], ["y"], name="r", keepdims=keep)], [("x", F, x)], [("y", F)],
+                  opset=18, inits=[("axes", np.array(axes, np.int64))])
+    c.add("op18_Split_num_outputs", [helper.make_node("Split", ["x"], ["a", "b", "c"], name="s", axis=0, num_outputs=3)],
+          [("x", F, c.f32(7, 2))], [("a", F), ("b", F), ("c", F)], opset=18)
+    for mode in ("constant", "reflect", "edge"):
+        c.add("op18_Pad_axes_%s" % mode, [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="p", mode=mode)],
+              [("x", F, c.f32(2, 3, 4, 5))], [("y", F)], opset=18,
+              inits=[("pads", np.array([1, 2, 2, 1], np.int64)), ("axes", np.array([1, -1], np.int64))])
+    c.add("op19_Pad_wrap", [helper.make_node("Pad", ["x", "pads"], ["y"], name="p", mode="wrap")],
+          [("x", F, c.f32(2, 5))], [("y", F)], opset=19, inits=[("pads", np.array([0, 2, 0, 3], np.int64))])
+    for mode in ("nearest", "linear", "cubic"):
+        c.add("op18_Resize_axes_%s" % mode,
+              [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, axes=[2, 3])],
+              [("x", F, c.f32(1, 2, 4, 6))], [("y", F)], opset=18,
+              inits=[("scales", np.array([2, 1.5], np.float32))])
+        c.add("op18_Resize_antialias_%s" % mode,
+              [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, antialias=1)],
+              [("x", F, c.f32(1, 2, 8, 8))], [("y", F)], opset=18,
+              inits=[("scales", np.array([1, 1, 0.5, 0.5], np.float32))])
+    for policy in ("not_larger", "not_smaller"):
+        c.add("op18_Resize_keep_aspect_%s" % policy,
+              [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="rs", mode="linear", axes=[2, 3],
+                                keep_aspect_ratio_policy=policy)],
+              [("x", F, c.f32(1, 2, 4, 6))], [("y", F)], opset=18, inits=[("sizes", np.array([8, 9], np.int64))])
+    for red in ("max", "min"):
+        c.add("op18_ScatterElements_%s" % red,
+              [helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], name="se", axis=0, reduction=red)],
+              [("d", F, c.f32(4, 3)), ("u", F, c.f32(2, 3))], [("y", F)], opset=18,
+              inits=[("i", np.array([[1, 0, 2], [1, 3, 0]], np.int64))])
+        c.add("op18_ScatterND_%s" % red,
+              [helper.make_node("ScatterND", ["d", "i", "u"], ["y"], name="snd", reduction=red)],
+              [("d", F, c.f32(4, 3)), ("u", F, c.f32(3, 3))], [("y", F)], opset=18,
+              inits=[("i", np.array([[1], [3], [1]], np.int64))])
+    a, b = c.rng.integers(-1000, 1000, (3, 4), dtype=np.int64), c.rng.integers(-1000, 1000, (4,), dtype=np.int64)
+    for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+        c.add("op18_%s" % op, [helper.make_node(op, ["a", "b"], ["y"], name="bw")], [("a", I64, a), ("b", I64, b)],
+              [("y", I64)], opset=18)
+    c.add("op18_BitwiseNot", [helper.make_node("BitwiseNot", ["a"], ["y"], name="bw")], [("a", I64, a)], [("y", I64)],
+          opset=18)
+    c.add("op18_Mish", [helper.make_node("Mish", ["x"], ["y"], name="mish")], [("x", F, c.f32(3, 5, lo=-6, hi=6))],
+          [("y", F)], opset=18)
+    c.add("op18_LpPool_dilations", [helper.make_node("LpPool", ["x"], ["y"], name="lp", kernel_shape=[2, 2], p=2,
+                                                     dilations=[2, 2])],
+          [("x", F, c.f32(1, 2, 6, 6))], [("y", F)], opset=18)
+    c.add("op18_CenterCropPad", [helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp")],
+          [("x", F, c.f32(5, 3, 2))], [("y", F)], opset=18, inits=[("shape", np.array([3, 6, 2], np.int64))])
+    c.add("op18_Col2Im", [helper.make_node("Col2Im", ["x", "shape", "block"], ["y"], name="c2i")],
+          [("x", F, c.f32(1, 5, 5))], [("y", F)], opset=18,
+          inits=[("shape", np.array([5, 5], np.int64)), ("block", np.array([1, 5], np.int64))])
+    c.add("op18_GroupNormalization", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn",
+                                                       num_groups=2)],
+          [("x", F, c.f32(2, 4, 3, 3))], [("y", F)], opset=18, inits=[("s", c.f32(2)), ("b", c.f32(2))])
+    c.add("op21_GroupNormalization", [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn",
+                                                       num_groups=2)],
+          [("x", F, c.f32(2, 4, 3, 3))], [("y", F)], opset=21, inits=[("s", c.f32(4)), ("b", c.f32(4))])
+    c.add("op19_AveragePool_dilations", [helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[2, 2],
+                                                          dilations=[2, 2])],
+          [("x", F, c.f32(1, 2, 6, 6))], [("y", F)], opset=19)
+    c.add("op20_Gelu", [helper.make_node("Gelu", ["x"], ["y"], name="gelu")], [("x", F, c.f32(3, 7, lo=-4, hi=4))],
+          [("y", F)], opset=20)
+    c.add("op20_Gelu_tanh", [helper.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="tanh")],
+          [("x", F, c.f32(3, 7, lo=-4, hi=4))], [("y", F)], opset=20)
+    xs = c.f32(2, 3)
+    xs[0, 1], xs[1, 2] = np.nan, np.inf
+    c.add("op20_IsNaN", [helper.make_node("IsNaN", ["x"], ["y"], name="isnan")], [("x", F, xs)],
+          [("y", TensorProto.BOOL)], opset=20)
+    c.add("op20_IsInf", [helper.make_node("IsInf", ["x"], ["y"], name="isinf")], [("x", F, xs)],
+          [("y", TensorProto.BOOL)], opset=20)
+    c.add("op20_AffineGrid", [helper.make_node("AffineGrid", ["theta", "size"], ["y"], name="ag", align_corners=0)],
+          [("theta", F, c.f32(2, 2, 3, lo=-1, hi=1))], [("y", F)], opset=20,
+          inits=[("size", np.array([2, 1, 3, 4], np.int64))])
+    for opset in (19, 21):
+        c.add("op%d_Reshape" % opset, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="rs")],
+              [("x", F, c.f32(2, 3, 4))], [("y", F)], opset=opset, inits=[("shape", np.array([4, -1], np.int64))])
+        c.add("op%d_Cast_to_int64" % opset, [helper.make_node("Cast", ["x"], ["y"], name="cast", to=I64)],
+              [("x", F, c.f32(3, 4, lo=-100, hi=100))], [("y", I64)], opset=opset)
+        c.add("op%d_Shape_start" % opset, [helper.make_node("Shape", ["x"], ["y"], name="shape", start=1)],
+              [("x", F, c.f32(2, 3, 4))], [("y", I64)], opset=opset)
+    for op, extra in (("Squeeze", []), ("Unsqueeze", [])):
+        shape = (2, 1, 4) if op == "Squeeze" else (2, 4)
+        c.add("op21_%s" % op, [helper.make_node(op, ["x", "axes"], ["y"], name=op.lower())],
+              [("x", F, c.f32(*shape))], [("y", F)], opset=21, inits=[("axes", np.array([1], np.int64))])
+    c.add("op21_Transpose", [helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[2, 0, 1])],
+          [("x", F, c.f32(2, 3, 4))], [("y", F)], opset=21)
+    c.add("op21_Flatten", [helper.make_node("Flatten", ["x"], ["y"], name="f", axis=2)],
+          [("x", F, c.f32(2, 3, 4))], [("y", F)], opset=21)
+    c.add("op21_ConstantOfShape", [helper.make_node("ConstantOfShape", ["s"], ["y"], name="cos",
+                                                    value=helper.make_tensor("v", F, [1], [1.5]))],
+          [("s", I64, np.array([2, 3], np.int64))], [("y", F)], opset=21)
+    c.add("op21_DequantizeLinear_per_axis",
+          [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name="dq", axis=1)],
+          [("x", U8, c.u8(2, 3, 4))], [("y", F)], opset=21,
+          inits=[("s", c.f32(3, lo=0.01, hi=0.1)), ("z", np.array([1, 128, 250], np.uint8))])
+    c.add("op21_QuantizeLinear_per_axis",
+          [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q", axis=1)],
+          [("x", F, c.f32(2, 3, 4))], [("y", U8)], opset=21,
+          inits=[("s", c.f32(3, lo=0.01, hi=0.1)), ("z", np.array([1, 128, 250], np.uint8))], rtol=0, atol=1)
+    c.add("op21_DequantizeLinear_blocked",
+          [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name="dq", axis=1, block_size=2)],
+          [("x", U8, c.u8(3, 4))], [("y", F)], opset=21,
+          inits=[("s", c.f32(3, 2, lo=0.01, hi=0.1)), ("z", c.u8(3, 2))])
+
+
+def main():
+    out = sys.argv[1]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    c = Cases(out)
+    for family in (gelu_family, matmul_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
+                   opset18_plus):
+        family(c)
+    print("%d cases in %s" % (len(c.names), out))
+
+
+if __name__ == "__main__":
+    main()
