@@ -87,6 +87,23 @@ def contrib_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid(ms, 1)])
 
 
+def attention_model():
+    """ONNX Runtime's Attention (2-D mask, causal) and MultiHeadAttention (bias, key padding mask)."""
+    ms = "com.microsoft"
+    f = lambda *s: np.full(s, 0.25, np.float32)  # noqa: E731
+    nodes = [helper.make_node("Attention", ["x", "w", "b", "m"], ["a"], name="att", domain=ms, num_heads=2,
+                              unidirectional=1),
+             helper.make_node("MultiHeadAttention", ["a", "x", "x", "b", "m"], ["y"], name="mha", domain=ms,
+                              num_heads=2)]
+    g = helper.make_graph(
+        nodes, "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+         helper.make_tensor_value_info("m", TensorProto.INT32, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(f(4, 12), "w"), numpy_helper.from_array(f(12), "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid(ms, 1)])
+
+
 def write(folder, name, data):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, name), "wb") as f:
@@ -131,7 +148,8 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
 
     models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
-              "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model()}
+              "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model(),
+              "attention": attention_model()}
     for name, m in models.items():
         write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
 

@@ -448,20 +448,24 @@ Status lower_attention(Rewrite& r) {
 
 // MultiHeadAttention(query, key, value, bias?, key_padding_mask?, attention_bias?, past_key?,
 // past_value?; num_heads, scale, unidirectional, mask_filter_value) with 3-D query, key and value
-// ([B, S, H*D]); bias is the three projections' biases concatenated. Packed QKV/KV forms and
-// key-value caches have no rewrite here.
+// ([B, S, H*D]; key and value of static rank); bias is the three projections' biases
+// concatenated. Packed QKV/KV forms, [B, H, L, D] keys and key-value caches have no rewrite here.
 Status lower_multi_head_attention(Rewrite& r) {
   for (size_t i = 0; i < 3; ++i)
     if (!r.in(i)) return r.unsupported("packed query/key/value (a missing key or value input)");
   if (r.in(6) || r.in(7) || r.out(1) || r.out(2) || r.out(3)) return r.unsupported("past / present key-value state");
-  for (size_t i = 0; i < 3; ++i)
-    if (Rewrite::rank(r.in(i)) != 3) return r.unsupported("query, key or value not of static rank 3");
+  // With key and value given, the query is [B, S, H*D] (its packed form comes without them);
+  // key and value may also be [B, H, L, D], which only their rank tells apart.
+  if (Rewrite::rank(r.in(0)) > 0 && Rewrite::rank(r.in(0)) != 3) return r.unsupported("a query not of rank 3");
+  for (size_t i = 1; i < 3; ++i)
+    if (Rewrite::rank(r.in(i)) != 3) return r.unsupported("key or value not of static rank 3");
   AttentionParts p;
   p.heads = r.attr_i("num_heads", 0);
   p.causal = r.attr_i("unidirectional", 0) != 0;
   p.key_mask = r.in(4);
   p.attention_bias = r.in(5);
-  int64_t hidden = last_dim(r.in(0));
+  // Q and K have one head size (Q K^T), so a query of unknown width is as wide as the key.
+  int64_t hidden = last_dim(r.in(0)) > 0 ? last_dim(r.in(0)) : last_dim(r.in(1));
   if (p.heads > 0 && hidden > 0) p.head_size = hidden / p.heads;
   p.q = r.in(0);
   p.k = r.in(1);

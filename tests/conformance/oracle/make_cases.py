@@ -243,6 +243,17 @@ def contrib_in_graph(c):
                  ("gamma", c.f32(hidden)), ("beta", c.f32(hidden))], ms=True)
 
 
+def contrib_chain(c):
+    # MultiHeadAttention reading Attention's output: a query whose rank shape inference cannot
+    # know (libonnx has no schema for com.microsoft ops).
+    x = c.f32(2, 3, 8)
+    nodes = [ms_node("Attention", ["x", "w", "b", "m"], ["a"], num_heads=2, unidirectional=1),
+             ms_node("MultiHeadAttention", ["a", "x", "x", "b2", "m"], ["y"], num_heads=4)]
+    c.add("ms_chain_attention_mha", nodes,
+          [("x", F, x), ("m", TensorProto.INT32, np.array([[1, 1, 1], [1, 1, 0]], np.int32))], [("y", F)],
+          inits=[("w", c.f32(8, 24, lo=-0.5, hi=0.5)), ("b", c.f32(24)), ("b2", c.f32(24))], ms=True)
+
+
 def opset18_plus(c):
     x = c.f32(2, 3, 4, lo=0.5, hi=2.0)
     for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -358,7 +369,7 @@ def main():
     os.makedirs(out)
     c = Cases(out)
     for family in (gelu_family, matmul_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
-                   opset18_plus):
+                   contrib_chain, opset18_plus):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 
