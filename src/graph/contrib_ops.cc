@@ -46,8 +46,8 @@ class Rewrite {
   // dropped). Returns the node's first output.
   Value* emit(const std::string& domain, const std::string& op, int opset, std::vector<Value*> inputs,
               std::vector<Value*> outputs = {nullptr}, AttributeMap attrs = {}) {
-    Node* e = passes::insert_node_before(g_, &n_, op, (n_.name.empty() ? n_.op_type : n_.name) + "/" + op + "_" +
-                                                          std::to_string(counter_++));
+    Node* e = passes::insert_node_before(
+        g_, &n_, op, (n_.name.empty() ? n_.op_type : n_.name) + "/" + op + "_" + std::to_string(counter_++));
     e->domain = domain;
     e->opset = opset;
     e->attrs = std::move(attrs);
@@ -80,7 +80,7 @@ class Rewrite {
   // x's static rank, or -1.
   static int rank(const Value* x) {
     return x && x->type.kind == ValueType::Kind::Tensor && x->type.shape.ranked ? static_cast<int>(x->type.shape.rank())
-                                                                               : -1;
+                                                                                : -1;
   }
   Status unsupported(const std::string& what) const {
     return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n_.name, "' (", n_.qualified_op(), "): ", what,
@@ -212,8 +212,8 @@ Status rms_norm(Rewrite& r, Value* x, Value* scale, int64_t axis, float epsilon,
   if (axes.empty()) return r.unsupported("a non-negative axis on an input without a static rank");
   Value* ms = r.onnx("ReduceMean", 13, {r.onnx("Mul", 14, {x, x})}, nullptr,
                      {{"axes", attr_ints(axes)}, {"keepdims", attr_int(1)}});
-  Value* inv = r.onnx("Reciprocal", 13, {r.onnx("Sqrt", 13, {r.onnx("Add", 14, {ms, r.scalar_like(x, epsilon)})})},
-                      inv_rms);
+  Value* inv =
+      r.onnx("Reciprocal", 13, {r.onnx("Sqrt", 13, {r.onnx("Add", 14, {ms, r.scalar_like(x, epsilon)})})}, inv_rms);
   r.onnx("Mul", 14, {r.onnx("Mul", 14, {x, inv}), scale}, y);
   return Status::OK();
 }
@@ -333,8 +333,8 @@ Status lower_qlinear_global_average_pool(Rewrite& r) {
     for (int i = 1; i < rk - 1; ++i) to_first.push_back(i);
     for (int i = 2; i < rk; ++i) to_last.push_back(i);
     to_last.push_back(1);
-    Value* pooled = r.onnx("GlobalAveragePool", 1,
-                           {r.onnx("Transpose", 13, {x}, nullptr, {{"perm", attr_ints(to_first)}})});
+    Value* pooled =
+        r.onnx("GlobalAveragePool", 1, {r.onnx("Transpose", 13, {x}, nullptr, {{"perm", attr_ints(to_first)}})});
     x = r.onnx("Transpose", 13, {pooled}, nullptr, {{"perm", attr_ints(to_last)}});
   } else {
     x = r.onnx("GlobalAveragePool", 1, {x});
@@ -389,13 +389,12 @@ Status attention_core(Rewrite& r, const AttentionParts& p, Value* out) {
     // A [S, L] lower triangle of the logits' last two dims: key j > query i is masked.
     Value* shape = r.onnx("Shape", 15, {logits}, nullptr, {{"start", attr_int(-2)}});
     shape->type.dtype = DType::I64;
-    Value* ones = r.emit("", "ConstantOfShape", 9, {shape}, {nullptr},
-                         {{"value", [] {
-                             Attribute a;
-                             a.type = AttrType::Tensor;
-                             a.t = Tensor::from_vector<float>({1.0f});
-                             return a;
-                           }()}});
+    Value* ones = r.emit("", "ConstantOfShape", 9, {shape}, {nullptr}, {{"value", [] {
+                                                                           Attribute a;
+                                                                           a.type = AttrType::Tensor;
+                                                                           a.t = Tensor::from_vector<float>({1.0f});
+                                                                           return a;
+                                                                         }()}});
     ones->type.dtype = DType::F32;
     Value* lower = r.onnx("Trilu", 14, {ones}, nullptr, {{"upper", attr_int(0)}});
     Value* keep = r.onnx("Cast", 13, {lower}, nullptr, {{"to", attr_int(static_cast<int64_t>(DType::Bool))}});
@@ -405,8 +404,7 @@ Status attention_core(Rewrite& r, const AttentionParts& p, Value* out) {
     logits = r.onnx("Add", 14, {logits, bias});
   }
   Value* probs = r.onnx("Softmax", 13, {logits}, nullptr, {{"axis", attr_int(-1)}});
-  Value* o = r.onnx("Transpose", 13, {r.onnx("MatMul", 13, {probs, v})}, nullptr,
-                    {{"perm", attr_ints({0, 2, 1, 3})}});
+  Value* o = r.onnx("Transpose", 13, {r.onnx("MatMul", 13, {probs, v})}, nullptr, {{"perm", attr_ints({0, 2, 1, 3})}});
   r.onnx("Reshape", 14, {o, r.ints({0, 0, -1})}, out);
   return Status::OK();
 }
