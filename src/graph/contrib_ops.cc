@@ -195,21 +195,26 @@ Status lower_layer_norm(Rewrite& r) {
   return Status::OK();
 }
 
-// The axes from `axis` to the last one, as ReduceMean wants them; empty when unknown.
-std::vector<int64_t> trailing_axes(int64_t axis, int rank) {
+// The axes from `axis` to the last one of x, as ReduceMean wants them (negative when x's rank is
+// unknown). The attribute comes from the file: it is checked against the rank before it sizes
+// anything (found by fuzz/onnx_import: axis = -2^62 on an unranked input).
+Result<std::vector<int64_t>> trailing_axes(Rewrite& r, int64_t axis, const Value* x) {
+  constexpr int64_t kMaxAxes = 64;  // for an input of unknown rank
+  const int rank = Rewrite::rank(x);
+  if (rank >= 0 && (axis < -rank || axis >= rank))
+    return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", r.node().name, "' (", r.node().qualified_op(),
+                      "): axis ", axis, " is outside [", -rank, ", ", rank, ") for its rank-", rank, " input");
+  if (rank < 0 && axis >= 0) return r.unsupported("a non-negative axis on an input without a static rank");
+  if (rank < 0 && axis < -kMaxAxes) return r.unsupported("an axis below -64 on an input without a static rank");
   std::vector<int64_t> axes;
-  if (axis < 0) {
-    for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
-  } else if (rank >= 0 && axis < rank) {
-    for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
-  }
+  for (int64_t a = axis; a < (axis < 0 ? 0 : rank); ++a) axes.push_back(a);
   return axes;
 }
 
-// RMS normalization of x over `axes`: x * InvRms * scale, InvRms = 1 / sqrt(mean(x^2) + eps).
+// RMS normalization of x over the axes from `axis` on: x * InvRms * scale,
+// InvRms = 1 / sqrt(mean(x^2) + eps).
 Status rms_norm(Rewrite& r, Value* x, Value* scale, int64_t axis, float epsilon, Value* y, Value* inv_rms) {
-  std::vector<int64_t> axes = trailing_axes(axis, Rewrite::rank(x));
-  if (axes.empty()) return r.unsupported("a non-negative axis on an input without a static rank");
+  GBX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, trailing_axes(r, axis, x));
   Value* ms = r.onnx("ReduceMean", 13, {r.onnx("Mul", 14, {x, x})}, nullptr,
                      {{"axes", attr_ints(axes)}, {"keepdims", attr_int(1)}});
   Value* inv =

@@ -121,5 +121,33 @@ TEST(ContribOps, OnnxDomainOpsInsideSubgraphsAreRewritten) {
   EXPECT_EQ(then_branch.outputs[0]->producer->op_type, "Mul");
 }
 
+// SimplifiedLayerNormalization's axis comes from the file: checked against the rank before it
+// sizes the list of reduced axes (fuzz/onnx_import found axis = -1610612737 on an input of unknown
+// rank allocating gigabytes; fuzz/regressions/onnx_import/contrib-rms-axis-huge-negative*).
+TEST(ContribOps, AnRmsNormAxisOutsideTheRankIsRefusedBeforeItSizesAnything) {
+  auto model = [](std::vector<std::string> dims, int64_t axis, bool ranked) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(14);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    add_tensor_io(g->add_input(), "x", onnx::TensorProto::FLOAT, dims);
+    if (!ranked) g->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+    add_tensor_io(g->add_input(), "s", onnx::TensorProto::FLOAT, {"4"});
+    add_tensor_io(g->add_output(), "y", onnx::TensorProto::FLOAT, dims);
+    add_int_attr(add_node(g, "SimplifiedLayerNormalization", "rms", {"x", "s"}, {"y"}, ""), "axis", axis);
+    return import_onnx_bytes(m.SerializeAsString(), "");
+  };
+  auto huge = model({"2", "4"}, -1610612737, false);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), ErrorCode::OP_UNSUPPORTED) << huge.status().to_string();
+  auto outside = model({"2", "4"}, 2, true);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status().code(), ErrorCode::ATTRIBUTE_INVALID) << outside.status().to_string();
+  EXPECT_NE(outside.status().message().find("axis 2"), std::string::npos) << outside.status().to_string();
+  auto unranked_last = model({"2", "4"}, -1, false);
+  EXPECT_TRUE(unranked_last.ok()) << unranked_last.status().to_string();
+}
+
 }  // namespace
 }  // namespace gearbox
