@@ -31,9 +31,10 @@ Result<Tensor> Tensor::allocate_impl(DType dtype, Dims dims, bool zero) {
     return make_error(ErrorCode::DTYPE_UNSUPPORTED, "cannot allocate a tensor of dtype ", dtype_name(dtype));
   // Refuse absurd sizes up front rather than asking the allocator for them (hostile models).
   constexpr int64_t kMaxBytes = int64_t(1) << 40;
+  // (The message gives elements and element size: their product can overflow int64.)
   if (n > kMaxBytes / int64_t(es ? es : 1))
-    return make_error(ErrorCode::OUT_OF_MEMORY, "tensor ", dtype_name(dtype), to_string(dims), " needs ",
-                      n * int64_t(es), " bytes");
+    return make_error(ErrorCode::OUT_OF_MEMORY, "tensor ", dtype_name(dtype), to_string(dims), " needs ", n,
+                      " elements of ", es, " bytes, over the ", kMaxBytes, "-byte limit of one tensor");
   Tensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);

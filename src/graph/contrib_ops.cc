@@ -254,6 +254,61 @@ Status lower_skip_simplified_layer_norm(Rewrite& r) {
   return rms_norm(r, sum, r.in(2), -1, r.attr_f("epsilon", 1e-12f), r.out(0), r.out(2));
 }
 
+// The 4-bit values packed two to a byte in x (uint8 [..., n]; the first in the low nibble) as
+// uint8 [d0, d1, 2n] when x is [d0, d1, n], or [d0, 2n] when x is 2-D.
+Value* unpack_nibbles(Rewrite& r, Value* x, bool three_d) {
+  Value* mask = passes::add_constant(r.graph(), r.node().name + "/const", Tensor::scalar<uint8_t>(0x0F));
+  Value* four = passes::add_constant(r.graph(), r.node().name + "/const", Tensor::scalar<uint8_t>(4));
+  Value* lo = r.onnx("BitwiseAnd", 18, {x, mask});
+  Value* hi = r.onnx("BitShift", 11, {x, four}, nullptr, {{"direction", attr_string("RIGHT")}});
+  Value* axis = r.ints({-1});
+  Value* pairs = r.onnx("Concat", 13, {r.onnx("Unsqueeze", 13, {lo, axis}), r.onnx("Unsqueeze", 13, {hi, axis})},
+                        nullptr, {{"axis", attr_int(-1)}});
+  return r.onnx("Reshape", 14, {pairs, r.ints(three_d ? std::vector<int64_t>{0, 0, -1} : std::vector<int64_t>{0, -1})});
+}
+
+// MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?; K, N, bits = 4, block_size): A @ W + bias
+// with W [K, N] the blockwise dequantization of B (uint8 [N, blocks, block_size / 2]):
+// (q - zero_point) * scale per block, zero_point 8 when absent, uint8 zero points packed like B,
+// float ones as given. The dequantization is ordinary ops on constants, which constant folding
+// turns into an fp32 weight at compile time (up to its size limit), so the MatMul runs on
+// cpu.dnnl's fp32 kernel: 8x the memory of the 4-bit weight, the speed of an fp32 model.
+Status lower_matmul_nbits(Rewrite& r) {
+  for (size_t i = 0; i < 3; ++i)
+    if (!r.in(i)) return r.missing_input(i);
+  if (r.attr_i("bits", 4) != 4) return r.unsupported("bits other than 4");
+  if (r.in(4)) return r.unsupported("g_idx (act-order group indices)");
+  const int64_t k = r.attr_i("K", 0), n = r.attr_i("N", 0), block = r.attr_i("block_size", 0);
+  if (k <= 0 || n <= 0 || block < 2 || block % 2)
+    return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", r.node().name, "' (", r.node().qualified_op(),
+                      "): K, N and block_size must be positive and block_size even (K=", k, ", N=", n,
+                      ", block_size=", block, ")");
+  if (r.in(2)->type.dtype != DType::F32) return r.unsupported("scales that are not float32");
+  const int64_t blocks = (k + block - 1) / block;
+  Value* q = r.onnx("Cast", 13, {unpack_nibbles(r, r.in(1), true)}, nullptr,
+                    {{"to", attr_int(static_cast<int64_t>(DType::F32))}});
+  q->type.dtype = DType::F32;
+  Value* zp = nullptr;
+  if (!r.in(3)) {
+    zp = r.scalar_like(q, 8.0f);
+  } else if (r.in(3)->type.dtype == DType::U8) {
+    Value* packed = r.onnx("Reshape", 14, {r.in(3), r.ints({n, -1})});
+    Value* all = unpack_nibbles(r, packed, false);
+    Value* zp_u8 = r.onnx("Slice", 13, {all, r.ints({0}), r.ints({blocks}), r.ints({1})});
+    zp = r.onnx("Reshape", 14,
+                {r.onnx("Cast", 13, {zp_u8}, nullptr, {{"to", attr_int(static_cast<int64_t>(DType::F32))}}),
+                 r.ints({n, blocks, 1})});
+  } else {
+    zp = r.onnx("Reshape", 14, {r.in(3), r.ints({n, blocks, 1})});
+  }
+  Value* scale = r.onnx("Reshape", 14, {r.in(2), r.ints({n, blocks, 1})});
+  Value* w = r.onnx("Reshape", 14, {r.onnx("Mul", 14, {r.onnx("Sub", 14, {q, zp}), scale}), r.ints({n, -1})});
+  w = r.onnx("Slice", 13, {w, r.ints({0}), r.ints({k}), r.ints({1})});
+  w = r.onnx("Transpose", 13, {w}, nullptr, {{"perm", attr_ints({1, 0})}});
+  add_optional(r, r.onnx("MatMul", 13, {r.in(0), w}), r.in(5), r.out(0));
+  return Status::OK();
+}
+
 // (MatMulInteger result) as float * scale [+ bias] -> out.
 void scale_integer_product(Rewrite& r, Value* product, Value* scale, Value* bias, Value* out) {
   Value* f = r.onnx("Cast", 13, {product}, nullptr, {{"to", attr_int(static_cast<int64_t>(DType::F32))}});
@@ -503,6 +558,7 @@ const std::unordered_map<std::string, Lowering>& microsoft_ops() {
       {"SkipSimplifiedLayerNormalization", lower_skip_simplified_layer_norm},
       {"MatMulIntegerToFloat", lower_matmul_integer_to_float},
       {"DynamicQuantizeMatMul", lower_dynamic_quantize_matmul},
+      {"MatMulNBits", lower_matmul_nbits},
       {"Attention", lower_attention},
       {"MultiHeadAttention", lower_multi_head_attention},
       {"QLinearAdd", [](Rewrite& r) { return lower_qlinear_binary(r, "Add"); }},

@@ -79,6 +79,10 @@ TEST(Tensor, SharesOnCopyAndClonesDeep) {
 TEST(Tensor, AllocateRefusesAbsurdSizes) {
   EXPECT_EQ(Tensor::allocate(DType::F32, {1LL << 30, 1LL << 30}).status().code(), ErrorCode::OUT_OF_MEMORY);
   EXPECT_EQ(Tensor::allocate(DType::F32, {-3}).status().code(), ErrorCode::INVALID_ARGUMENT);
+  // 2^60 strings of 32 bytes: the refusal's own byte count overflowed int64 (UBSan; found by
+  // fuzz/onnx_import, a string initializer with huge dims).
+  EXPECT_EQ(Tensor::allocate(DType::String, {1LL << 30, 1LL << 30}).status().code(), ErrorCode::OUT_OF_MEMORY);
+  EXPECT_EQ(Tensor::allocate(DType::F64, {1LL << 31, 1LL << 31}).status().code(), ErrorCode::OUT_OF_MEMORY);
   auto s = Tensor::allocate(DType::String, {2});
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->strings().size(), 2u);

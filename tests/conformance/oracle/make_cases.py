@@ -124,6 +124,29 @@ def matmul_family(c):
               inits=[("w", w), ("sw", c.f32(6, lo=0.01, hi=0.1))], ms=True, rtol=1e-3, atol=1e-3)
 
 
+def matmul_nbits_family(c):
+    # 4-bit blockwise weights: B uint8 [N, blocks, block_size / 2], two values per byte.
+    for k, n, block, zp_kind, bias in ((32, 6, 16, "none", False), (40, 5, 16, "u8", False), (64, 3, 32, "u8", True),
+                                       (32, 4, 16, "float", False)):
+        blocks = (k + block - 1) // block
+        b = c.u8(n, blocks, block // 2)
+        scales = c.f32(n * blocks, lo=0.01, hi=0.2)
+        ins = ["a", "b", "s"]
+        inits = [("b", b), ("s", scales)]
+        if zp_kind == "u8":
+            inits.append(("zp", c.u8(n * ((blocks + 1) // 2))))
+            ins.append("zp")
+        elif zp_kind == "float":
+            inits.append(("zp", c.f32(n * blocks, lo=6, hi=9)))
+            ins.append("zp")
+        if bias:
+            ins += [""] * (5 - len(ins)) + ["bias"]
+            inits.append(("bias", c.f32(n)))
+        c.add("ms_MatMulNBits_K%d_N%d_block%d_zp_%s%s" % (k, n, block, zp_kind, "_bias" if bias else ""),
+              [ms_node("MatMulNBits", ins, ["y"], K=k, N=n, bits=4, block_size=block)], [("a", F, c.f32(2, 3, k))],
+              [("y", F)], inits=inits, ms=True, rtol=1e-4, atol=1e-4)
+
+
 def norm_family(c):
     for shape in ((2, 3, 16), (5, 32)):
         tag = "x".join(map(str, shape))
@@ -368,7 +391,7 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     c = Cases(out)
-    for family in (gelu_family, matmul_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
+    for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
                    contrib_chain, opset18_plus):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
