@@ -104,6 +104,19 @@ def attention_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid(ms, 1)])
 
 
+def matmul_nbits_model():
+    """ONNX Runtime's MatMulNBits: 4-bit weights [N=3, 2 blocks, 8 bytes] with packed zero points."""
+    nodes = [helper.make_node("MatMulNBits", ["a", "b", "s", "zp"], ["y"], name="nbits", domain="com.microsoft",
+                              K=32, N=3, bits=4, block_size=16)]
+    g = helper.make_graph(
+        nodes, "matmul_nbits", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(np.arange(48, dtype=np.uint8).reshape(3, 2, 8), "b"),
+                     numpy_helper.from_array(np.full(6, 0.1, np.float32), "s"),
+                     numpy_helper.from_array(np.array([0x87, 0x78, 0x88], np.uint8), "zp")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
+
+
 def write(folder, name, data):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, name), "wb") as f:
@@ -149,7 +162,7 @@ def main():
 
     models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
               "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model(),
-              "attention": attention_model()}
+              "attention": attention_model(), "matmul_nbits": matmul_nbits_model()}
     for name, m in models.items():
         write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
 
