@@ -114,6 +114,19 @@ Status lower_gelu(Rewrite& r) {
   return Status::OK();
 }
 
+// ai.onnx Gelu-20 (approximate = "none" | "tanh"): the op ONNX adopted from com.gearbox's own
+// and ORT's, so it runs on com.gearbox.Gelu's kernels and fusions.
+Status lower_onnx_gelu(Rewrite& r) {
+  if (!r.in(0)) return r.missing_input(0);
+  const auto it = r.node().attrs.find("approximate");
+  const std::string approximate = it == r.node().attrs.end() ? "none" : it->second.s;
+  if (approximate != "none" && approximate != "tanh")
+    return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", r.node().name, "' (Gelu): approximate is '", approximate,
+                      "'; ONNX defines \"none\" and \"tanh\"");
+  gelu(r, r.in(0), approximate == "tanh", r.out(0));
+  return Status::OK();
+}
+
 // FastGelu(X, bias?): the tanh form of X + bias.
 Status lower_fast_gelu(Rewrite& r) {
   if (!r.in(0)) return r.missing_input(0);
@@ -578,6 +591,8 @@ const Lowering* lowering_for(const Node& n) {
   if (!n.domain.empty()) return nullptr;
   static const Lowering layer_norm = lower_layer_norm;
   if (n.op_type == "LayerNormalization" && n.opset < 17) return &layer_norm;
+  static const Lowering onnx_gelu = lower_onnx_gelu;
+  if (n.op_type == "Gelu" && n.opset >= 20) return &onnx_gelu;
   if (n.op_type == "SimplifiedLayerNormalization") return &microsoft_ops().at(n.op_type);
   return nullptr;
 }

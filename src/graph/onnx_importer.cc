@@ -23,8 +23,12 @@
 #include "graph/contrib_ops.h"
 #include "graph/onnx_nesting.h"
 #include "graph/onnx_newer_opsets.h"
+#include "kernels/kernel.h"
 
 namespace gearbox {
+
+static_assert(kMaxOpset == kNewestOnnxOpset, "the importer accepts the opsets the kernel registry serves");
+
 namespace fs = std::filesystem;
 namespace {
 
@@ -557,6 +561,9 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     model.opsets[domain] = op.version();
   }
+  if (mp.ir_version() > kMaxIrVersion)
+    return make_error(ErrorCode::OPSET_UNSUPPORTED, "'", path, "' is ONNX IR version ", mp.ir_version(),
+                      "; gearbox reads IR versions up to ", kMaxIrVersion, " (ai.onnx opsets up to ", kMaxOpset, ")");
   if (model.opsets.empty() && mp.ir_version() < 3) model.opsets[""] = 1;
   auto onnx_it = model.opsets.find("");
   if (onnx_it != model.opsets.end() && (onnx_it->second < kMinOpset || onnx_it->second > kMaxOpset))

@@ -23,9 +23,12 @@ struct ImportOptions {
   Progress* progress = nullptr;
 };
 
-// The ai.onnx opset range gearbox accepts.
+// The ai.onnx opset range gearbox accepts (the kernel registry's kNewestOnnxOpset: onnx_importer.cc
+// asserts they agree).
 inline constexpr int kMinOpset = 1;
-inline constexpr int kMaxOpset = 18;
+inline constexpr int kMaxOpset = 21;
+// The newest ONNX IR version gearbox reads (opset 21's).
+inline constexpr int64_t kMaxIrVersion = 10;
 
 Result<Model> import_onnx_file(const std::string& path, const ImportOptions& options = {});
 // `base_dir` is where external data files are looked up; empty refuses external data.

@@ -1,5 +1,5 @@
 // The checking copy for models past libonnx's opsets, and gearbox's schemas of the ai.onnx
-// ops that changed or appeared at opset 18 (the forms torch exporters write). Each schema
+// ops that changed or appeared at opsets 18 to 21 (the forms torch exporters write). Each schema
 // says what the ONNX operator documentation of that version says of its inputs, outputs,
 // attributes and types; where the change is an added input or attribute, it is libonnx's
 // previous schema with that addition (same types, same descriptions).
@@ -23,7 +23,7 @@ using onnx::OpSchema;
 constexpr const char* kShadowDomain = "ai.onnx.gearbox_newer";
 constexpr const char* kUnknownDomain = "ai.onnx.gearbox_unknown";
 // The newest ai.onnx opset the shadow schemas cover.
-constexpr int kShadowMaxOpset = 18;
+constexpr int kShadowMaxOpset = 21;
 
 // Output `o` gets input 0's element type and rank (dims unknown): for the ops whose output
 // dims depend on input values gearbox reads at run time (Pad's pads, Split's sizes).
@@ -190,6 +190,65 @@ void register_opset18() {
   }
 }
 
+// Opsets 19 to 21: the changes that add an attribute, an input or an op. The others widen
+// type lists to float8 and int4 (gearbox has no kernels for those types; libonnx's opset-17
+// schema refuses them with the checker's message) or change an attribute's values within the
+// same schema (Pad-19's wrap mode, Resize-19's half_pixel_symmetric, GridSample-20's mode names:
+// the kernels serve those opsets only where they implement the new values, kernel.cc).
+void register_opsets19_to_21() {
+  // AveragePool-19: dilations. MaxPool's inference, which already reads them, sizes the output.
+  const OpSchema& avg11 = libonnx_schema("AveragePool", 17);
+  add(derive(avg11, avg11, "AveragePool", 19)
+          .Attr("dilations", "Dilation value along each spatial axis of the filter.", AttributeProto::INTS, false)
+          .TypeAndShapeInferenceFunction(libonnx_schema("MaxPool", 17).GetTypeAndShapeInferenceFunction()));
+
+  // Cast / CastLike-19 and QuantizeLinear-19: saturate (float8 targets only).
+  for (const char* op : {"Cast", "CastLike", "QuantizeLinear"}) {
+    const OpSchema& prev = libonnx_schema(op, 17);
+    add(derive(prev, prev, op, 19)
+            .Attr("saturate", "Saturate float8 conversions to the type's range.", AttributeProto::INT,
+                  static_cast<int64_t>(1)));
+  }
+
+  // Quantize/DequantizeLinear-21: blocked quantization along `axis` (block_size), and
+  // QuantizeLinear's output type without a zero point (output_dtype).
+  const OpSchema& q13 = libonnx_schema("QuantizeLinear", 17);
+  add(derive(q13, q13, "QuantizeLinear", 21)
+          .Attr("saturate", "Saturate float8 conversions to the type's range.", AttributeProto::INT,
+                static_cast<int64_t>(1))
+          .Attr("block_size", "Size of the quantization blocks along axis (0: per-tensor or per-axis).",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("output_dtype", "Output type when y_zero_point is absent (0: uint8).", AttributeProto::INT,
+                static_cast<int64_t>(0))
+          .TypeAndShapeInferenceFunction([](onnx::InferenceContext& ctx) {
+            const auto* dtype = ctx.getAttribute("output_dtype");
+            auto* out = ctx.getOutputType(0)->mutable_tensor_type();
+            if (ctx.getNumInputs() > 2 && ctx.getInputType(2)) onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+            else
+              out->set_elem_type(dtype && dtype->i() != 0 ? static_cast<int32_t>(dtype->i())
+                                                          : static_cast<int32_t>(onnx::TensorProto::UINT8));
+            if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+          }));
+  const OpSchema& dq13 = libonnx_schema("DequantizeLinear", 17);
+  add(derive(dq13, dq13, "DequantizeLinear", 21)
+          .Attr("block_size", "Size of the quantization blocks along axis (0: per-tensor or per-axis).",
+                AttributeProto::INT, static_cast<int64_t>(0)));
+
+  // Gelu-20: a new op (gearbox's com.gearbox.Gelu, contrib_ops.cc).
+  {
+    OpSchema s("Gelu", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(20)
+        .Attr("approximate", "none or tanh.", AttributeProto::STRING, std::string("none"))
+        .Input(0, "X", "Input tensor.", "T")
+        .Output(0, "Y", "Output tensor.", "T")
+        .TypeConstraint("T", {"tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"},
+                        "Constrain input and output types to float tensors.")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    add(std::move(s));
+  }
+}
+
 // Registers the shadow domain and its schemas once per process. A failure (a libonnx without
 // the schemas derived from) leaves the op unregistered: its nodes then count as unknown.
 void register_all() {
@@ -199,6 +258,7 @@ void register_all() {
                                                                                 kShadowMaxOpset);
     try {
       register_opset18();
+      register_opsets19_to_21();
     } catch (const std::exception&) {
     }
   });
@@ -220,11 +280,14 @@ void rewrite_nodes(onnx::GraphProto& g, int opset, std::vector<std::pair<onnx::N
       newer.push_back(label);
       continue;
     }
-    if (onnx::OpSchemaRegistry::Schema(n.op_type(), checked, "")) continue;  // judged by libonnx
+    // DFT-20 moved its axis into an input, which libonnx's DFT-17 would call an extra input;
+    // gearbox has no kernel for that form, so the registry says so (OP_UNSUPPORTED) instead.
+    const bool unjudged = n.op_type() == "DFT" && opset >= 20;
+    if (!unjudged && onnx::OpSchemaRegistry::Schema(n.op_type(), checked, "")) continue;  // judged by libonnx
     // No schema at this opset: an unknown op, one that appeared later, or one deprecated
     // here. A deprecated op keeps the checker's own message (it names the version to use).
     const OpSchema* latest = onnx::OpSchemaRegistry::Schema(n.op_type(), "");
-    if (latest && latest->Deprecated() && latest->SinceVersion() <= checked) continue;
+    if (!unjudged && latest && latest->Deprecated() && latest->SinceVersion() <= checked) continue;
     moved.emplace_back(&n, n.domain());
     n.set_domain(kUnknownDomain);
     unknown.push_back(label);
@@ -237,8 +300,10 @@ CheckingView::CheckingView(onnx::ModelProto& model, int onnx_opset) : model_(mod
   register_all();
   imports_before_ = model.opset_import_size();
   rewrite_nodes(*model.mutable_graph(), onnx_opset, moved_, newer_ops_, unknown_ops_);
-  rewritten_ = onnx_opset > kLibOnnxMaxOpset || !moved_.empty();
+  ir_version_ = model.ir_version();
+  rewritten_ = onnx_opset > kLibOnnxMaxOpset || !moved_.empty() || ir_version_ > kLibOnnxMaxIrVersion;
   if (!rewritten_) return;
+  if (ir_version_ > kLibOnnxMaxIrVersion) model.set_ir_version(kLibOnnxMaxIrVersion);
   for (int i = 0; i < model.opset_import_size(); ++i) {
     auto* op = model.mutable_opset_import(i);
     if ((op->domain().empty() || op->domain() == "ai.onnx") && op->version() > kLibOnnxMaxOpset) {
@@ -259,6 +324,7 @@ CheckingView::CheckingView(onnx::ModelProto& model, int onnx_opset) : model_(mod
 }
 
 CheckingView::~CheckingView() {
+  if (rewritten_) model_.set_ir_version(ir_version_);
   for (auto& [node, domain] : moved_) node->set_domain(domain);
   for (auto [index, version] : clamped_) model_.mutable_opset_import(index)->set_version(version);
   while (model_.opset_import_size() > imports_before_) model_.mutable_opset_import()->RemoveLast();

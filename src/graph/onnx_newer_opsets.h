@@ -20,8 +20,11 @@
 
 namespace gearbox {
 
-// The highest ai.onnx opset libonnx's own schemas cover.
+// The highest ai.onnx opset libonnx's own schemas cover, and the highest IR version its checker
+// reads (IR 9 and 10, which opsets 19-21 need, add float8 and int4 types and nothing the checker
+// needs to know for the rest).
 inline constexpr int kLibOnnxMaxOpset = 17;
+inline constexpr int64_t kLibOnnxMaxIrVersion = 8;
 
 // Rewrites the model in place for libonnx's checker and shape inference, as the header
 // comment says, and restores it (node domains, opset imports) when it goes out of scope;
@@ -47,6 +50,7 @@ class CheckingView {
   std::vector<std::pair<onnx::NodeProto*, std::string>> moved_;  // node, its own domain
   std::vector<std::pair<int, int64_t>> clamped_;                 // opset_import index, version
   int imports_before_ = 0;
+  int64_t ir_version_ = 0;  // the model's own, restored when clamped
 };
 
 }  // namespace gearbox

@@ -77,8 +77,8 @@ const KernelDef* find_kernel_for(const KernelContext& parent, const KernelContex
   static const std::vector<std::string> kRefOnly{std::string(kEngineRef)};
   for (const std::string& engine : parent.engines() ? *parent.engines() : kRefOnly)
     for (const KernelDef& def : registry.all())
-      if (def.engine == engine && def.op_type == op.op_type && def.domain == op.domain &&
-          op.opset >= def.since_version && op.opset <= def.end_version && kernel_accepts(def, q).accepted())
+      if (def.engine == engine && def.op_type == op.op_type && def.domain == op.domain && def.serves(op.opset) &&
+          kernel_accepts(def, q).accepted())
         return &def;
   return nullptr;
 }
@@ -217,11 +217,33 @@ bool KernelRegistry::add(KernelDef def) {
   return true;
 }
 
+namespace {
+// ai.onnx ops whose meaning, for the types gearbox has kernels for, changed after opset 18 and
+// whose kernels are not registered past it: DFT-20's axis input, GridSample-20's mode names and
+// N-D grids, GroupNormalization-21's per-channel scale. (Pad, Resize, AveragePool and
+// Quantize/DequantizeLinear are registered to 21 and read their new attributes themselves.)
+// New ops (Gelu-20, AffineGrid-20, ...) have no earlier registration to extend.
+bool changed_after_last_kernel_opset(std::string_view op, int opset) {
+  static const std::pair<std::string_view, int> kChanged[] = {
+      {"DFT", 20}, {"GridSample", 20}, {"GroupNormalization", 21}};
+  for (const auto& [name, since] : kChanged)
+    if (name == op && opset >= since) return true;
+  return false;
+}
+}  // namespace
+
+bool KernelDef::serves(int opset) const {
+  if (opset < since_version) return false;
+  if (opset <= end_version) return true;
+  return domain.empty() && end_version == kLastKernelOpset && opset <= kNewestOnnxOpset &&
+         !changed_after_last_kernel_opset(op_type, opset);
+}
+
 const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view op_type, int opset,
                                       std::string_view engine, DType dtype) const {
   for (const auto& d : defs_) {
     if (d.op_type != op_type || d.domain != domain || d.engine != engine) continue;
-    if (opset < d.since_version || opset > d.end_version) continue;
+    if (!d.serves(opset)) continue;
     if (dtype != DType::Undefined && !d.dtypes.empty() &&
         std::find(d.dtypes.begin(), d.dtypes.end(), dtype) == d.dtypes.end())
       continue;
@@ -232,7 +254,7 @@ const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view 
 
 bool KernelRegistry::supports(std::string_view domain, std::string_view op_type, int opset) const {
   for (const auto& d : defs_)
-    if (d.op_type == op_type && d.domain == domain && opset >= d.since_version && opset <= d.end_version) return true;
+    if (d.op_type == op_type && d.domain == domain && d.serves(opset)) return true;
   return false;
 }
 

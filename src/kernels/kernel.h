@@ -224,7 +224,17 @@ struct KernelDef {
   std::vector<DType> dtypes;
   KernelFn fn = nullptr;
   int dtype_input = 0;
+
+  // Whether this kernel serves `opset` of its op: since_version <= opset <= end_version, where
+  // an ai.onnx kernel registered up to kLastKernelOpset also serves the later opsets gearbox
+  // accepts unless its op's meaning changed there (kernel.cc lists those ops; the other changes
+  // of opsets 19-21 add types gearbox has no kernels for, float8 and int4).
+  bool serves(int opset) const;
 };
+
+// The newest ai.onnx opset the kernels were registered against, and the newest gearbox accepts.
+inline constexpr int kLastKernelOpset = 18;
+inline constexpr int kNewestOnnxOpset = 21;
 
 class KernelRegistry {
  public:

@@ -83,8 +83,7 @@ Status Executor::plan_graph(const Graph& graph) {
     }
     for (const std::string& engine : order)
       for (const auto& def : registry.all())
-        if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine &&
-            n.opset >= def.since_version && n.opset <= def.end_version)
+        if (def.op_type == n.op_type && def.domain == n.domain && def.engine == engine && def.serves(n.opset))
           np.candidates.push_back(&def);
     if (np.candidates.empty()) {
       bool other_opset = false;

@@ -15,8 +15,7 @@ namespace gearbox {
 namespace {
 
 bool matches_op(const KernelDef& def, const Node& n) {
-  return def.op_type == n.op_type && def.domain == n.domain && n.opset >= def.since_version &&
-         n.opset <= def.end_version;
+  return def.op_type == n.op_type && def.domain == n.domain && def.serves(n.opset);
 }
 
 // What `engine` offers node n: any kernel for its op at its opset, and one that accepts it

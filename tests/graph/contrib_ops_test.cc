@@ -149,5 +149,39 @@ TEST(ContribOps, AnRmsNormAxisOutsideTheRankIsRefusedBeforeItSizesAnything) {
   EXPECT_TRUE(unranked_last.ok()) << unranked_last.status().to_string();
 }
 
+// ai.onnx Gelu-20 becomes com.gearbox.Gelu with its approximate form; a form ONNX does not
+// define is an attribute error naming the node, and before opset 20 Gelu is no ONNX op.
+onnx::ModelProto onnx_gelu_model(int opset, const std::string& approximate) {
+  onnx::ModelProto m;
+  m.set_ir_version(opset >= 20 ? 9 : 8);
+  m.add_opset_import()->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  add_tensor_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2", "3"});
+  add_tensor_io(g->add_output(), "y", onnx::TensorProto::FLOAT, {"2", "3"});
+  auto* n = add_node(g, "Gelu", "act", {"x"}, {"y"}, "");
+  auto* a = n->add_attribute();
+  a->set_name("approximate");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(approximate);
+  return m;
+}
+
+TEST(ContribOps, OnnxGelu20RunsAsGearboxGelu) {
+  auto r = import_onnx_bytes(onnx_gelu_model(20, "tanh").SerializeAsString(), "");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->graph->nodes.size(), 1u);
+  const Node& n = *r->graph->nodes[0];
+  EXPECT_EQ(n.qualified_op(), "com.gearbox.Gelu");
+  EXPECT_EQ(n.attrs.at("approximate").s, "tanh");
+  auto bad = import_onnx_bytes(onnx_gelu_model(21, "sigmoid").SerializeAsString(), "");
+  EXPECT_EQ(bad.status().code(), ErrorCode::ATTRIBUTE_INVALID) << bad.status().to_string();
+  EXPECT_NE(bad.status().message().find("'act'"), std::string::npos) << bad.status().to_string();
+  // At opset 19 no schema knows Gelu: the import keeps it for the registry, which has no kernel.
+  auto early = import_onnx_bytes(onnx_gelu_model(19, "none").SerializeAsString(), "");
+  ASSERT_TRUE(early.ok()) << early.status().to_string();
+  EXPECT_EQ(early->graph->nodes[0]->qualified_op(), "Gelu");
+}
+
 }  // namespace
 }  // namespace gearbox

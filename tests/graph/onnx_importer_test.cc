@@ -251,7 +251,7 @@ TEST(OnnxImporter, ErrorsForBadFiles) {
   EXPECT_EQ(import_onnx_bytes(good.substr(0, good.size() / 2), "").status().code(), ErrorCode::MODEL_PARSE_FAILED);
   EXPECT_EQ(import_onnx_bytes(serialize(add_relu_model(99)), "").status().code(), ErrorCode::OPSET_UNSUPPORTED);
   EXPECT_EQ(import_onnx_bytes(serialize(add_relu_model(0)), "").status().code(), ErrorCode::OPSET_UNSUPPORTED);
-  EXPECT_EQ(import_onnx_bytes(serialize(add_relu_model(19)), "").status().code(), ErrorCode::OPSET_UNSUPPORTED);
+  EXPECT_EQ(import_onnx_bytes(serialize(add_relu_model(22)), "").status().code(), ErrorCode::OPSET_UNSUPPORTED);
   // An op no ONNX schema knows is not a broken file: the import keeps it (in its own domain)
   // for the kernel registry, whose OP_UNSUPPORTED names the node (runtime/session_test.cc).
   onnx::ModelProto unknown = add_relu_model();
@@ -315,6 +315,59 @@ TEST(OnnxImporter, AcceptsOpset18WithItsOwnSchemas) {
   EXPECT_NE(attr.status().message().find("axes"), std::string::npos) << attr.status().to_string();
   auto extra = import_onnx_bytes(serialize(reduce_mean18(true, false, 1)), "");
   EXPECT_EQ(extra.status().code(), ErrorCode::MODEL_INVALID) << extra.status().to_string();
+}
+
+// x -> Cast(saturate) -> QuantizeLinear(output_dtype = int8, no zero point) -> Identity -> y at
+// ai.onnx `opset`: attributes that appeared at opsets 19 and 21.
+onnx::ModelProto cast_quantize(int opset) {
+  onnx::ModelProto m;
+  m.set_ir_version(10);
+  m.add_opset_import()->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("cast_quantize");
+  testing::add_tensor_io(g->add_input(), "x", onnx::TensorProto::FLOAT, {"2", "3"});
+  testing::add_tensor_io(g->add_output(), "y", onnx::TensorProto::INT8, {"2", "3"});
+  auto* s = g->add_initializer();
+  s->set_name("s");
+  s->set_data_type(onnx::TensorProto::FLOAT);
+  s->add_float_data(0.5f);
+  auto attr_int = [](onnx::NodeProto* n, const char* name, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  auto* cast = g->add_node();
+  cast->set_op_type("Cast");
+  cast->set_name("cast");
+  cast->add_input("x");
+  cast->add_output("c");
+  attr_int(cast, "to", onnx::TensorProto::FLOAT);
+  attr_int(cast, "saturate", 1);
+  auto* q = g->add_node();
+  q->set_op_type("QuantizeLinear");
+  q->set_name("q");
+  q->add_input("c");
+  q->add_input("s");
+  q->add_output("q_out");
+  attr_int(q, "output_dtype", onnx::TensorProto::INT8);
+  auto* id = g->add_node();
+  id->set_op_type("Identity");
+  id->set_name("id");
+  id->add_input("q_out");
+  id->add_output("y");
+  return m;
+}
+
+TEST(OnnxImporter, AcceptsOpsets19To21WithTheirNewAttributes) {
+  auto r = import_onnx_bytes(serialize(cast_quantize(21)), "");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->opsets.size(), 1u);  // no shadow domain left behind
+  // QuantizeLinear-21's output type came from output_dtype, not the uint8 default.
+  EXPECT_EQ(r->graph->nodes[1]->outputs[0]->type.dtype, DType::I8);
+  // Neither attribute exists at opset 18: libonnx's checker names the stray one.
+  auto old = import_onnx_bytes(serialize(cast_quantize(18)), "");
+  EXPECT_EQ(old.status().code(), ErrorCode::MODEL_INVALID) << old.status().to_string();
 }
 
 // A bounded fuzz: every truncation and single-byte corruption of a valid model must end in

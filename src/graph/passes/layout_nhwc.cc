@@ -58,6 +58,10 @@ std::string nhwc_op(const Node& n) {
   if (n.op_type == "MaxPool" || n.op_type == "AveragePool") {
     const Attribute* k = n.attrs.count("kernel_shape") ? &n.attrs.at("kernel_shape") : nullptr;
     if (!k || k->ints.size() != 2) return "";
+    // AveragePool-19's dilations: the NHWC pool kernels have none (the NCHW reference does).
+    if (n.op_type == "AveragePool" && n.opset >= 19 && n.attrs.count("dilations"))
+      for (int64_t d : n.attrs.at("dilations").ints)
+        if (d != 1) return "";
     return "Nhwc" + n.op_type;
   }
   if (n.op_type == "GlobalAveragePool") return "NhwcGlobalAveragePool";

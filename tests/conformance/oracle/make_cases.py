@@ -386,13 +386,50 @@ def opset18_plus(c):
           inits=[("s", c.f32(3, 2, lo=0.01, hi=0.1)), ("z", c.u8(3, 2))])
 
 
+def opset19_to_21(c):
+    """The forms new at opsets 19 to 21 beyond opset18_plus's: a transform, blocked and typed
+    quantization, dilated and padded average pooling, DFT with its axis as an input."""
+    for scale in (1.7, 0.6):
+        c.add("op19_Resize_half_pixel_symmetric_%s" % str(scale).replace(".", "_"),
+              [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode="linear",
+                                coordinate_transformation_mode="half_pixel_symmetric")],
+              [("x", F, c.f32(1, 2, 5, 7))], [("y", F)], opset=19,
+              inits=[("scales", np.array([1, 1, scale, scale], np.float32))])
+    c.add("op19_Pad_wrap_axes", [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="p", mode="wrap")],
+          [("x", F, c.f32(2, 3, 4))], [("y", F)], opset=19,
+          inits=[("pads", np.array([1, 3, 2, 1], np.int64)), ("axes", np.array([1, 2], np.int64))])
+    for include in (0, 1):
+        c.add("op19_AveragePool_dilations_pads_include%d" % include,
+              [helper.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[3, 2], dilations=[2, 1],
+                                pads=[1, 1, 1, 0], strides=[1, 2], count_include_pad=include)],
+              [("x", F, c.f32(1, 2, 7, 6))], [("y", F)], opset=19)
+    c.add("op19_AveragePool_no_dilations", [helper.make_node("AveragePool", ["x"], ["y"], name="ap",
+                                                             kernel_shape=[2, 2], strides=[2, 2])],
+          [("x", F, c.f32(1, 3, 6, 6))], [("y", F)], opset=19)
+    c.add("op19_Cast_saturate", [helper.make_node("Cast", ["x"], ["y"], name="cast", to=TensorProto.FLOAT16,
+                                                  saturate=1), helper.make_node("Cast", ["y"], ["z"], name="back", to=F)],
+          [("x", F, c.f32(3, 4, lo=-100, hi=100))], [("z", F)], opset=19, rtol=1e-3)
+    c.add("op21_QuantizeLinear_output_dtype_int8",
+          [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], name="q", output_dtype=I8)],
+          [("x", F, c.f32(2, 3, 4))], [("y", I8)], opset=21, inits=[("s", np.array(0.02, np.float32))], rtol=0, atol=1)
+    c.add("op21_QuantizeLinear_blocked",
+          [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="q", axis=1, block_size=3)],
+          [("x", F, c.f32(2, 7))], [("y", U8)], opset=21,
+          inits=[("s", c.f32(2, 3, lo=0.01, hi=0.05)), ("z", c.u8(2, 3))], rtol=0, atol=1)
+    c.add("op21_DequantizeLinear_blocked_axis0",
+          [helper.make_node("DequantizeLinear", ["x", "s"], ["y"], name="dq", axis=0, block_size=4)],
+          [("x", I8, c.i8(6, 3))], [("y", F)], opset=21, inits=[("s", c.f32(2, 3, lo=0.01, hi=0.1))])
+    c.add("op20_DFT_axis_input", [helper.make_node("DFT", ["x", "", "axis"], ["y"], name="dft")],
+          [("x", F, c.f32(2, 8, 1))], [("y", F)], opset=20, inits=[("axis", np.array(1, np.int64))])
+
+
 def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
-                   contrib_chain, opset18_plus):
+                   contrib_chain, opset18_plus, opset19_to_21):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 

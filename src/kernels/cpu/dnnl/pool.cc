@@ -1,4 +1,5 @@
-// MaxPool, AveragePool (ai.onnx opsets 1-17) and GlobalAveragePool on oneDNN, cpu.dnnl engine.
+// MaxPool (ai.onnx opsets 1-18), AveragePool (1-21; dilated windows on the reference) and GlobalAveragePool on oneDNN,
+// cpu.dnnl engine.
 //
 // Handled here: float32, 2-D (NCHW) windows with strides, explicit pads, every auto_pad,
 // ceil_mode, MaxPool dilations (pooling_v2) and AveragePool's count_include_pad. The window
@@ -62,9 +63,11 @@ std::string pool_plan(const KernelContext& attrs, const Dims& x, ref::nn::Window
     std::vector<int64_t> kernel = attrs.attr_ints("kernel_shape");
     if (kernel.size() != 2) return "the window is not 2-D";  // its error, or a 1-D/3-D window
     const bool ceil_mode = attrs.attr_int("ceil_mode", 0) != 0;
-    auto w = ref::nn::make_window(attrs, in, kernel, ceil_mode, kKind == Kind::Max);
+    const bool dilated_average = kKind == Kind::Average && attrs.opset() >= 19;  // AveragePool-19's dilations
+    auto w = ref::nn::make_window(attrs, in, kernel, ceil_mode, kKind == Kind::Max || dilated_average);
     if (!w.ok()) return "the window is invalid (the reference reports it)";
     win = *w;
+    if (dilated_average && (win.dilations[0] != 1 || win.dilations[1] != 1)) return "a dilated AveragePool window";
     if constexpr (kKind == Kind::Max) {
       const int64_t storage_order = attrs.attr_int("storage_order", 0);
       if (storage_order != 0 && storage_order != 1) return "storage_order is not 0 or 1";  // its error
@@ -156,7 +159,7 @@ Status pool(KernelContext& ctx) {
 
 GBX_REGISTER_KERNEL({"", "MaxPool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::Max>});
 GBX_KERNEL_SUPPORT(pool<Kind::Max>, {.supports = pool_supports<Kind::Max>});
-GBX_REGISTER_KERNEL({"", "AveragePool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
+GBX_REGISTER_KERNEL({"", "AveragePool", 1, 21, kEngineDnnl, {DType::F32}, pool<Kind::Average>});
 GBX_KERNEL_SUPPORT(pool<Kind::Average>, {.supports = pool_supports<Kind::Average>});
 GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 18, kEngineDnnl, {DType::F32}, pool<Kind::GlobalAverage>});
 GBX_KERNEL_SUPPORT(pool<Kind::GlobalAverage>, {.supports = pool_supports<Kind::GlobalAverage>});

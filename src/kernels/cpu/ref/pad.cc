@@ -1,6 +1,6 @@
-// Pad (reference): constant, reflect and edge modes; pads (and the constant
-// value) are attributes before opset 11 and inputs from 11; from 18 an optional axes input
-// names the axes pads apply to. Negative pads crop.
+// Pad (reference): constant, reflect and edge modes, and wrap from opset 19; pads (and the
+// constant value) are attributes before opset 11 and inputs from 11; from 18 an optional axes
+// input names the axes pads apply to. Negative pads crop. Opset 21 only adds int4 types.
 // Each output row maps its outer coordinates once and memcpy's the part of the
 // row that lies inside the input.
 #include <algorithm>
@@ -10,7 +10,7 @@
 namespace gearbox::ref {
 namespace {
 
-enum class PadMode { Constant, Reflect, Edge };
+enum class PadMode { Constant, Reflect, Edge, Wrap };
 
 // Input coordinate for output coordinate o along a dim of size d padded by b in
 // front; -1 means "use the constant".
@@ -22,6 +22,8 @@ int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
       return -1;
     case PadMode::Edge:
       return std::clamp<int64_t>(c, 0, d - 1);
+    case PadMode::Wrap:
+      return ((c % d) + d) % d;
     case PadMode::Reflect: {
       if (d == 1) return 0;
       const int64_t p = 2 * (d - 1);
@@ -41,7 +43,10 @@ Status pad(KernelContext& ctx) {
   if (mode_s == "constant") mode = PadMode::Constant;
   else if (mode_s == "reflect") mode = PadMode::Reflect;
   else if (mode_s == "edge") mode = PadMode::Edge;
-  else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect or edge, got '", mode_s, "'");
+  else if (mode_s == "wrap" && ctx.opset() >= 19) mode = PadMode::Wrap;
+  else
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode must be constant, reflect, edge",
+                     ctx.opset() >= 19 ? " or wrap" : " (wrap from opset 19)", ", got '", mode_s, "'");
 
   const bool inputs = ctx.opset() >= 11;
   GBX_ASSIGN_OR_RETURN(auto pads_opt, ints_from_input_or_attr(ctx, 1, inputs, "pads"));
@@ -148,7 +153,7 @@ Status pad(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "Pad", 2, 18, kEngineRef, {}, pad});
+GBX_REGISTER_KERNEL({"", "Pad", 2, 21, kEngineRef, {}, pad});
 
 }  // namespace
 }  // namespace gearbox::ref

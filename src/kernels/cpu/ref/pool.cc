@@ -25,9 +25,10 @@ Result<nn::Window> pool_window(const KernelContext& ctx, const Tensor& x, PoolKi
   if (kernel.empty()) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "attribute kernel_shape is required");
   std::vector<int64_t> in_spatial(x.dims().begin() + 2, x.dims().end());
   const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
-  // Dilations: MaxPool's since opset 10, LpPool's since 18 (AveragePool's only at 19).
+  // Dilations: MaxPool's since opset 10, LpPool's since 18, AveragePool's since 19.
   return nn::make_window(ctx, in_spatial, kernel, ceil_mode,
-                         kind == PoolKind::Max || (kind == PoolKind::Lp && ctx.opset() >= 18));
+                         kind == PoolKind::Max || (kind == PoolKind::Lp && ctx.opset() >= 18) ||
+                             (kind == PoolKind::Average && ctx.opset() >= 19));
 }
 
 // LpPool's p: a float attribute in opset 1, an int from opset 2.
@@ -233,7 +234,7 @@ GBX_REGISTER_KERNEL({"",
                      kEngineRef,
                      {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8},
                      pool<PoolKind::Max>});
-GBX_REGISTER_KERNEL({"", "AveragePool", 1, 18, kEngineRef, kFloats, pool<PoolKind::Average>});
+GBX_REGISTER_KERNEL({"", "AveragePool", 1, 21, kEngineRef, kFloats, pool<PoolKind::Average>});
 GBX_REGISTER_KERNEL({"", "LpPool", 1, 18, kEngineRef, kFloats, pool<PoolKind::Lp>});
 GBX_REGISTER_KERNEL({"", "GlobalMaxPool", 1, 18, kEngineRef, kFloats, global_pool<PoolKind::Max>});
 GBX_REGISTER_KERNEL({"", "GlobalAveragePool", 1, 18, kEngineRef, kFloats, global_pool<PoolKind::Average>});

@@ -1,6 +1,6 @@
 // Quantization operators (reference, naive loops): QuantizeLinear, DequantizeLinear
-// (per tensor and per axis), DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
-// ConvInteger, QLinearConv.
+// (per tensor, per axis, and blocked along the axis from opset 21), DynamicQuantizeLinear, MatMulInteger,
+// QLinearMatMul, ConvInteger, QLinearConv.
 //
 // Integer arithmetic is carried in double, which is exact for the int8/uint8/int32 sums
 // these ops produce. Rounding is round-half-to-even (std::nearbyint), then saturation to
@@ -22,16 +22,38 @@ double saturate(double v, DType t) {
 }
 
 // Per-element scale and zero point: a scalar applies to all, a 1-D tensor to slices along
-// `axis`. Returns the index function's parameters (block size and count along the axis).
+// `axis`, and (opset 21's block_size) a tensor of x's rank to blocks of `block` entries along
+// `axis`. Holds the index function's parameters.
 struct PerAxis {
   std::vector<double> scale, zp;
-  int64_t inner = 1, len = 1;  // element i uses entry (i / inner) % len
-  double s(int64_t i) const { return scale.size() == 1 ? scale[0] : scale[static_cast<size_t>((i / inner) % len)]; }
+  int64_t inner = 1, len = 1;  // the product of x's dims after the axis, and x's size along it
+  int64_t block = 0;           // entries per block along the axis; 0: one entry per slice
+  size_t index(int64_t i) const {
+    const int64_t a = (i / inner) % len;
+    if (block == 0) return static_cast<size_t>(a);
+    const int64_t blocks = (len + block - 1) / block;
+    return static_cast<size_t>(((i / (inner * len)) * blocks + a / block) * inner + i % inner);
+  }
+  double s(int64_t i) const { return scale.size() == 1 ? scale[0] : scale[index(i)]; }
   double z(int64_t i) const {
     if (zp.empty()) return 0;
-    return zp.size() == 1 ? zp[0] : zp[static_cast<size_t>((i / inner) % len)];
+    return zp.size() == 1 ? zp[0] : zp[index(i)];
   }
 };
+
+// Opset 21's blocked form: scale has x's dims but ceil(D / block_size) along the axis.
+Status blocked_scale(const KernelContext& ctx, const Tensor& x, const Tensor& scale, int64_t axis, PerAxis& p) {
+  if (scale.rank() != x.rank())
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "blocked scale ", describe(scale), " must have the rank of x ",
+                     describe(x));
+  for (size_t d = 0; d < x.rank(); ++d) {
+    const int64_t want = d == static_cast<size_t>(axis) ? (x.dim(d) + p.block - 1) / p.block : x.dim(d);
+    if (scale.dim(d) != want)
+      return ctx.error(ErrorCode::SHAPE_MISMATCH, "blocked scale ", describe(scale), " must be ", want, " along axis ",
+                       d, " for x ", describe(x), " and block_size ", p.block);
+  }
+  return Status::OK();
+}
 
 Result<PerAxis> per_axis(const KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* zp) {
   PerAxis p;
@@ -41,6 +63,15 @@ Result<PerAxis> per_axis(const KernelContext& ctx, const Tensor& x, const Tensor
   if (zp && zp->numel() != scale.numel())
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "zero point ", describe(*zp), " does not match scale ",
                      describe(scale));
+  p.block = ctx.opset() >= 21 ? ctx.attr_int("block_size", 0) : 0;
+  if (p.block < 0) return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "block_size ", p.block, " is negative");
+  if (p.block > 0) {
+    GBX_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx, ctx.attr_int("axis", 1), static_cast<int64_t>(x.rank())));
+    p.len = x.dim(static_cast<size_t>(axis));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < x.rank(); ++d) p.inner *= x.dim(d);
+    GBX_RETURN_IF_ERROR(blocked_scale(ctx, x, scale, axis, p));
+    return p;
+  }
   if (scale.numel() == 1 && scale.rank() <= 1) return p;
   if (scale.rank() != 1)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "scale must be a scalar or 1-D, got ", describe(scale));
@@ -58,7 +89,16 @@ Status quantize_linear(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
   const Tensor& x = ctx.input(0);
   const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  DType out_t = zp ? zp->dtype() : DType::U8;
+  // Opset 21's output_dtype: the output type when there is no zero point to tell it.
+  const int64_t output_dtype = ctx.opset() >= 21 ? ctx.attr_int("output_dtype", 0) : 0;
+  if (output_dtype != 0 &&
+      (output_dtype < 0 || output_dtype > 64 || !dtype_is_known(static_cast<int32_t>(output_dtype))))
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "output_dtype ", output_dtype,
+                     " is not an ONNX type gearbox knows (QuantizeLinear here writes uint8 or int8)");
+  DType out_t = zp ? zp->dtype() : output_dtype != 0 ? static_cast<DType>(output_dtype) : DType::U8;
+  if (zp && output_dtype != 0 && static_cast<DType>(output_dtype) != out_t)
+    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "output_dtype ", output_dtype, " differs from the zero point's ",
+                     dtype_name(out_t));
   if (!is_quant_type(out_t)) return ctx.unsupported_dtype(out_t);
   GBX_ASSIGN_OR_RETURN(PerAxis p, per_axis(ctx, x, ctx.input(1), zp));
   std::vector<double> v = read_doubles(x);
@@ -330,9 +370,9 @@ Status qlinear_conv(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL(
-    {"", "QuantizeLinear", 10, 18, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16}, quantize_linear});
+    {"", "QuantizeLinear", 10, 21, kEngineRef, {DType::F32, DType::I32, DType::F16, DType::BF16}, quantize_linear});
 GBX_REGISTER_KERNEL(
-    {"", "DequantizeLinear", 10, 18, kEngineRef, {DType::U8, DType::I8, DType::I32}, dequantize_linear});
+    {"", "DequantizeLinear", 10, 21, kEngineRef, {DType::U8, DType::I8, DType::I32}, dequantize_linear});
 GBX_REGISTER_KERNEL({"", "DynamicQuantizeLinear", 11, 18, kEngineRef, {DType::F32}, dynamic_quantize_linear});
 GBX_REGISTER_KERNEL({"", "MatMulInteger", 10, 18, kEngineRef, {DType::U8, DType::I8}, matmul_integer});
 GBX_REGISTER_KERNEL({"", "QLinearMatMul", 10, 18, kEngineRef, {DType::U8, DType::I8}, qlinear_matmul});

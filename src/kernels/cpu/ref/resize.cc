@@ -1,4 +1,4 @@
-// Resize (opsets 10, 11-12, 13-17, 18) and Upsample (7-9), reference.
+// Resize (opsets 10, 11-12, 13-17, 18, 19-21) and Upsample (7-9), reference.
 //
 // Resizing is separable: each axis whose size or scale changes is resized on its own, in
 // turn, with 1-D weights (nearest: one tap; linear: two; cubic: four) computed exactly as the
@@ -9,6 +9,7 @@
 //   - a source coordinate that is an integer takes ratio 1 against the pixel on its left,
 //     neighbours beyond the edge are clamped (edge padding);
 //   - tf_crop_and_resize returns extrapolation_value where the source lies outside.
+// Opset 19 adds the half_pixel_symmetric transform (21 only int4 types).
 // Opset 10 and Upsample have no transform attribute: they are asymmetric, and their nearest
 // rounds down when upsampling and up when downsampling (what ONNX Runtime does).
 #include <cmath>
@@ -39,8 +40,8 @@ struct Tap {
 };
 
 // The taps for output coordinate x along one axis; empty means "extrapolate".
-std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, double scale, double roi_start,
-                          double roi_end) {
+std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int64_t out_len, double scale,
+                          double roi_start, double roi_end) {
   const double out_w = scale * static_cast<double>(in_len);
   const double xd = static_cast<double>(x);
   const double in_d = static_cast<double>(in_len);
@@ -50,6 +51,11 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, doub
     xo = xd / scale;
   } else if (t == "half_pixel") {
     xo = (xd + 0.5) / scale - 0.5;
+  } else if (t == "half_pixel_symmetric") {
+    // half_pixel with the input's centre kept at the output's centre when floor(scale * in)
+    // falls short of scale * in.
+    const double offset = in_d / 2 * (1 - static_cast<double>(out_len) / out_w);
+    xo = offset + (xd + 0.5) / scale - 0.5;
   } else if (t == "pytorch_half_pixel") {
     xo = out_w == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
   } else if (t == "align_corners") {
@@ -118,7 +124,7 @@ std::vector<double> resize_axis(const ResizeParams& p, const std::vector<double>
   for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
   std::vector<double> out(static_cast<size_t>(outer * out_len * inner));
   for (int64_t x = 0; x < out_len; ++x) {
-    std::vector<Tap> taps = taps_for(p, x, in_len, scale, roi_start, roi_end);
+    std::vector<Tap> taps = taps_for(p, x, in_len, out_len, scale, roi_start, roi_end);
     for (int64_t o = 0; o < outer; ++o) {
       double* dst = &out[static_cast<size_t>((o * out_len + x) * inner)];
       if (taps.empty()) {
@@ -201,7 +207,7 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
     p.transform = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
     static const char* kTransforms[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
                                         "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
-    bool known = false;
+    bool known = p.transform == "half_pixel_symmetric" && ctx.opset() >= 19;
     for (const char* t : kTransforms) known |= p.transform == t;
     if (!known)
       return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "coordinate_transformation_mode '", p.transform, "' is unknown");
@@ -327,7 +333,7 @@ Status upsample(KernelContext& ctx) {
 
 const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16,
                                          DType::U8,  DType::I8,  DType::I32, DType::I64};
-GBX_REGISTER_KERNEL({"", "Resize", 10, 18, kEngineRef, kResizeTypes, resize});
+GBX_REGISTER_KERNEL({"", "Resize", 10, 21, kEngineRef, kResizeTypes, resize});
 GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, upsample});
 
 }  // namespace
