@@ -117,6 +117,28 @@ def matmul_nbits_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid("com.microsoft", 1)])
 
 
+def opset21_model():
+    """ai.onnx opset 21 (IR 10): the forms new at 19-21 (Cast saturate, dilated AveragePool, Pad
+    wrap, Gelu-20, blocked QuantizeLinear with output_dtype, blocked DequantizeLinear)."""
+    nodes = [helper.make_node("Cast", ["x"], ["c"], name="cast", to=TensorProto.FLOAT, saturate=1),
+             helper.make_node("AveragePool", ["c"], ["p"], name="pool", kernel_shape=[2, 2], dilations=[2, 1]),
+             helper.make_node("Pad", ["p", "pads"], ["w"], name="pad", mode="wrap"),
+             helper.make_node("Gelu", ["w"], ["g"], name="gelu", approximate="tanh"),
+             helper.make_node("Reshape", ["g", "shape"], ["r"], name="reshape"),
+             helper.make_node("QuantizeLinear", ["r", "s"], ["q"], name="q", axis=1, block_size=2,
+                              output_dtype=TensorProto.INT8),
+             helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq", axis=1, block_size=2)]
+    g = helper.make_graph(
+        nodes, "opset21", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(np.array([0, 0, 0, 1, 0, 0, 0, 1], np.int64), "pads"),
+                     numpy_helper.from_array(np.array([2, 5], np.int64), "shape"),
+                     numpy_helper.from_array(np.full((2, 3), 0.05, np.float32), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    return m
+
+
 def write(folder, name, data):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, name), "wb") as f:
@@ -162,7 +184,7 @@ def main():
 
     models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
               "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model(),
-              "attention": attention_model(), "matmul_nbits": matmul_nbits_model()}
+              "attention": attention_model(), "matmul_nbits": matmul_nbits_model(), "opset21": opset21_model()}
     for name, m in models.items():
         write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
 
