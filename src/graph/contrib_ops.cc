@@ -4,6 +4,7 @@
 // its output values kept (readers and graph outputs hold them by pointer).
 #include "graph/contrib_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <unordered_map>
@@ -169,26 +170,31 @@ Status lower_bias_split_gelu(Rewrite& r) {
   return Status::OK();
 }
 
-// Swaps x's last two axes (x of static rank >= 2).
-Value* transpose_last_two(Rewrite& r, Value* x, int rank) {
+// FusedMatMul's view of one operand x (static rank >= 2): transBatch first moves axis 0 (where
+// ONNX Runtime keeps the matrix rows of a [M, batch..., K] operand) behind the batch axes, then
+// trans swaps the last two axes; one Transpose does both.
+Value* fused_matmul_operand(Rewrite& r, Value* x, int rank, bool trans_batch, bool trans) {
   std::vector<int64_t> perm(rank);
   for (int i = 0; i < rank; ++i) perm[i] = i;
-  std::swap(perm[rank - 1], perm[rank - 2]);
+  if (trans_batch) std::rotate(perm.begin(), perm.begin() + 1, perm.end() - 1);
+  if (trans) std::swap(perm[rank - 1], perm[rank - 2]);
   return r.onnx("Transpose", 13, {x}, nullptr, {{"perm", attr_ints(perm)}});
 }
 
-// FusedMatMul(A, B; alpha, transA, transB): alpha * op(A) @ op(B), op a swap of the last two
-// axes. transBatchA/B (moving batch axes) have no rewrite here.
+// FusedMatMul(A, B; alpha, transA, transB, transBatchA, transBatchB): alpha * op(A) @ op(B).
 Status lower_fused_matmul(Rewrite& r) {
   Value* a = r.in(0);
   Value* b = r.in(1);
   if (!a || !b) return r.missing_input(a ? 1 : 0);
-  if (r.attr_i("transBatchA", 0) || r.attr_i("transBatchB", 0)) return r.unsupported("transBatchA/transBatchB");
-  for (auto [v, attr] : {std::pair<Value**, const char*>{&a, "transA"}, {&b, "transB"}}) {
-    if (!r.attr_i(attr, 0)) continue;
-    int rk = Rewrite::rank(*v);
-    if (rk < 2) return r.unsupported(std::string(attr) + " on an input without a static rank of 2 or more");
-    *v = transpose_last_two(r, *v, rk);
+  for (auto [v, side] : {std::pair<Value**, const char*>{&a, "A"}, {&b, "B"}}) {
+    const bool trans = r.attr_i((std::string("trans") + side).c_str(), 0) != 0;
+    const bool trans_batch = r.attr_i((std::string("transBatch") + side).c_str(), 0) != 0;
+    if (!trans && !trans_batch) continue;
+    const int rk = Rewrite::rank(*v);
+    if (rk < 2)
+      return r.unsupported(std::string(trans ? "trans" : "transBatch") + side +
+                           " on an input without a static rank of 2 or more");
+    if (trans || rk > 2) *v = fused_matmul_operand(r, *v, rk, trans_batch, trans);
   }
   float alpha = r.attr_f("alpha", 1.0f);
   if (alpha == 1.0f) {
@@ -215,8 +221,8 @@ Result<std::vector<int64_t>> trailing_axes(Rewrite& r, int64_t axis, const Value
   constexpr int64_t kMaxAxes = 64;  // for an input of unknown rank
   const int rank = Rewrite::rank(x);
   if (rank >= 0 && (axis < -rank || axis >= rank))
-    return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", r.node().name, "' (", r.node().qualified_op(),
-                      "): axis ", axis, " is outside [", -rank, ", ", rank, ") for its rank-", rank, " input");
+    return make_error(ErrorCode::ATTRIBUTE_INVALID, "node '", r.node().name, "' (", r.node().qualified_op(), "): axis ",
+                      axis, " is outside [", -rank, ", ", rank, ") for its rank-", rank, " input");
   if (rank < 0 && axis >= 0) return r.unsupported("a non-negative axis on an input without a static rank");
   if (rank < 0 && axis < -kMaxAxes) return r.unsupported("an axis below -64 on an input without a static rank");
   std::vector<int64_t> axes;

@@ -156,6 +156,58 @@ void register_opset18() {
     add(std::move(s));
   }
 
+  // GroupNormalization (scale and bias per group; per channel from 21, below).
+  for (int since : {18, 21}) {
+    OpSchema s("GroupNormalization", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(since)
+        .Attr("epsilon", "The epsilon value to use to avoid division by zero.", AttributeProto::FLOAT, 1e-5f)
+        .Attr("num_groups", "The number of groups of channels.", AttributeProto::INT, true)
+        .Input(0, "X", "Input data, [N, C, D1, ...].", "T")
+        .Input(1, "scale", since >= 21 ? "Scale, one per channel." : "Scale, one per group.", "T")
+        .Input(2, "bias", since >= 21 ? "Bias, one per channel." : "Bias, one per group.", "T")
+        .Output(0, "Y", "The normalized data, X's shape.", "T")
+        .TypeConstraint("T", {"tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"},
+                        "Constrain input and output types to float tensors.")
+        .TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
+    if (since >= 21)
+      s.Attr("stash_type", "The type of the statistics (1: float32).", AttributeProto::INT, static_cast<int64_t>(1));
+    add(std::move(s));
+  }
+
+  // Col2Im: rearranges sliding blocks back into an image.
+  {
+    OpSchema s("Col2Im", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Attr("dilations", "Dilation value along each spatial axis.", AttributeProto::INTS, false)
+        .Attr("pads", "Padding at the beginning and end of each spatial axis.", AttributeProto::INTS, false)
+        .Attr("strides", "Stride along each spatial axis.", AttributeProto::INTS, false)
+        .Input(0, "input", "The blocks, [N, C * prod(block_shape), L].", "T")
+        .Input(1, "image_shape", "The image's spatial shape.", "tensor(int64)")
+        .Input(2, "block_shape", "The block's spatial shape.", "tensor(int64)")
+        .Output(0, "output", "The image, [N, C, image_shape...].", "T")
+        .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(), "Constrain input and output types.")
+        .TypeAndShapeInferenceFunction(
+            [](onnx::InferenceContext& ctx) { onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0); });
+    add(std::move(s));
+  }
+
+  // CenterCropPad: crops or pads each named axis to a size around its centre.
+  {
+    OpSchema s("CenterCropPad", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(18)
+        .Attr("axes", "The axes that shape names (default: all).", AttributeProto::INTS, false)
+        .Input(0, "input_data", "Input to extract the centered crop from.", "T")
+        .Input(1, "shape", "The size of each cropped or padded axis.", "Tind")
+        .Output(0, "output_data", "The centered crop or padding of the input.", "T")
+        .TypeConstraint("T", OpSchema::all_tensor_types_with_bfloat(), "Constrain input and output types.")
+        .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "Constrain indices to integer types.")
+        .TypeAndShapeInferenceFunction(type_and_rank_of_input0);
+    add(std::move(s));
+  }
+
   // OptionalHasElement / OptionalGetElement: also take a plain tensor or sequence (and
   // OptionalHasElement an omitted input).
   std::vector<std::string> any_value = OpSchema::all_optional_types();
@@ -234,6 +286,43 @@ void register_opsets19_to_21() {
           .Attr("block_size", "Size of the quantization blocks along axis (0: per-tensor or per-axis).",
                 AttributeProto::INT, static_cast<int64_t>(0)));
 
+  // DFT-20: the axis moves from an attribute into an optional scalar input.
+  {
+    const OpSchema& dft17 = libonnx_schema("DFT", 17);
+    OpSchema s("DFT", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(20)
+        .Attr("inverse", "Whether to perform the inverse transform.", AttributeProto::INT, static_cast<int64_t>(0))
+        .Attr("onesided", "Whether to return only the first half of the frequencies.", AttributeProto::INT,
+              static_cast<int64_t>(0))
+        .Input(0, "input", "The signal, [batch, ..., 1 or 2].", "T1")
+        .Input(1, "dft_length", "The length of the signal as a scalar.", "T2", OpSchema::Optional)
+        .Input(2, "axis", "The axis as a scalar (default -2).", "tensor(int64)", OpSchema::Optional)
+        .Output(0, "output", "The Fourier transform, [batch, ..., 2].", "T1")
+        .TypeAndShapeInferenceFunction(type_and_rank_of_input0);
+    for (const auto& tc : dft17.typeConstraintParams())
+      s.TypeConstraint(tc.type_param_str, tc.allowed_type_strs, tc.description);
+    add(std::move(s));
+  }
+
+  // AffineGrid-20: the sampling grid of an affine transform.
+  {
+    OpSchema s("AffineGrid", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(20)
+        .Attr("align_corners", "Whether -1 and 1 are the corner pixels' centres.", AttributeProto::INT,
+              static_cast<int64_t>(0))
+        .Input(0, "theta", "Affine matrices, [N, 2, 3] or [N, 3, 4].", "T1")
+        .Input(1, "size", "The target image size, (N, C, H, W) or (N, C, D, H, W).", "T2")
+        .Output(0, "grid", "The sampling grid, [N, H, W, 2] or [N, D, H, W, 3].", "T1")
+        .TypeConstraint("T1", {"tensor(bfloat16)", "tensor(float16)", "tensor(float)", "tensor(double)"},
+                        "Constrain grid types to float tensors.")
+        .TypeConstraint("T2", {"tensor(int64)"}, "Constrain size's type to int64 tensors.")
+        .TypeAndShapeInferenceFunction(
+            [](onnx::InferenceContext& ctx) { onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0); });
+    add(std::move(s));
+  }
+
   // Gelu-20: a new op (gearbox's com.gearbox.Gelu, contrib_ops.cc).
   {
     OpSchema s("Gelu", __FILE__, __LINE__);
@@ -280,14 +369,11 @@ void rewrite_nodes(onnx::GraphProto& g, int opset, std::vector<std::pair<onnx::N
       newer.push_back(label);
       continue;
     }
-    // DFT-20 moved its axis into an input, which libonnx's DFT-17 would call an extra input;
-    // gearbox has no kernel for that form, so the registry says so (OP_UNSUPPORTED) instead.
-    const bool unjudged = n.op_type() == "DFT" && opset >= 20;
-    if (!unjudged && onnx::OpSchemaRegistry::Schema(n.op_type(), checked, "")) continue;  // judged by libonnx
+    if (onnx::OpSchemaRegistry::Schema(n.op_type(), checked, "")) continue;  // judged by libonnx
     // No schema at this opset: an unknown op, one that appeared later, or one deprecated
     // here. A deprecated op keeps the checker's own message (it names the version to use).
     const OpSchema* latest = onnx::OpSchemaRegistry::Schema(n.op_type(), "");
-    if (!unjudged && latest && latest->Deprecated() && latest->SinceVersion() <= checked) continue;
+    if (latest && latest->Deprecated() && latest->SinceVersion() <= checked) continue;
     moved.emplace_back(&n, n.domain());
     n.set_domain(kUnknownDomain);
     unknown.push_back(label);

@@ -219,13 +219,12 @@ bool KernelRegistry::add(KernelDef def) {
 
 namespace {
 // ai.onnx ops whose meaning, for the types gearbox has kernels for, changed after opset 18 and
-// whose kernels are not registered past it: DFT-20's axis input, GridSample-20's mode names and
-// N-D grids, GroupNormalization-21's per-channel scale. (Pad, Resize, AveragePool and
-// Quantize/DequantizeLinear are registered to 21 and read their new attributes themselves.)
-// New ops (Gelu-20, AffineGrid-20, ...) have no earlier registration to extend.
+// whose kernels are not registered past it: GridSample-20's mode names and N-D grids. (Pad,
+// Resize, AveragePool, DFT, GroupNormalization and Quantize/DequantizeLinear are registered to 21
+// and read their new inputs and attributes themselves.) New ops (Gelu-20, AffineGrid-20, ...)
+// have no earlier registration to extend.
 bool changed_after_last_kernel_opset(std::string_view op, int opset) {
-  static const std::pair<std::string_view, int> kChanged[] = {
-      {"DFT", 20}, {"GridSample", 20}, {"GroupNormalization", 21}};
+  static const std::pair<std::string_view, int> kChanged[] = {{"GridSample", 20}};
   for (const auto& [name, since] : kChanged)
     if (name == op && opset >= since) return true;
   return false;

@@ -7,6 +7,7 @@
 
 #include "graph/onnx_importer.h"
 #include "graph/onnx_test_models.h"
+#include "graph/passes/pass_util.h"
 
 namespace gearbox {
 namespace {
@@ -74,8 +75,23 @@ TEST(ContribOps, FusedMatMulBecomesTransposeMatMulAndScale) {
   EXPECT_EQ(g.nodes.back()->outputs[0], g.outputs[0]);
 }
 
-TEST(ContribOps, FormsWithoutARewriteAreRefusedNamingNodeAndAttribute) {
+// transBatchA: ONNX Runtime keeps A as [M, batch..., K]; one Transpose (perm 1, 0, 2 for rank 3)
+// makes it the [batch..., M, K] MatMul reads. (Its numbers: the oracle's ms_FusedMatMul_transBatch*.)
+TEST(ContribOps, TransBatchMovesTheRowAxisBehindTheBatchAxes) {
   auto r = import_onnx_bytes(fused_matmul_model("transBatchA").SerializeAsString(), "");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const Node* of_a = nullptr;
+  for (const auto& n : r->graph->nodes)
+    if (n->op_type == "Transpose" && n->inputs[0]->name == "a") of_a = n.get();
+  ASSERT_NE(of_a, nullptr);
+  EXPECT_EQ(passes::attr_ints(*of_a, "perm"), (std::vector<int64_t>{1, 0, 2}));
+}
+
+TEST(ContribOps, FormsWithoutARewriteAreRefusedNamingNodeAndAttribute) {
+  // transBatchA on an input of unknown rank: which axes are batch axes is unknown.
+  onnx::ModelProto m = fused_matmul_model("transBatchA");
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  auto r = import_onnx_bytes(m.SerializeAsString(), "");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::OP_UNSUPPORTED);
   EXPECT_NE(r.status().message().find("'proj'"), std::string::npos) << r.status().to_string();

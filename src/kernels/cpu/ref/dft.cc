@@ -1,4 +1,4 @@
-// DFT and STFT (opset 17), reference: naive O(n^2) transforms in double, with twiddle
+// DFT (opsets 17 and 20) and STFT (opset 17), reference: naive O(n^2) transforms in double, with twiddle
 // angles reduced modulo the length for accuracy. Real inputs have a trailing dim of 1,
 // complex ones 2; outputs are always complex ([..., 2]).
 #include <cmath>
@@ -41,11 +41,24 @@ Status dft(KernelContext& ctx) {
   if (x.rank() < 3 || (x.dims().back() != 1 && x.dims().back() != 2))
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must be [batch, ..., 1 or 2], got ", describe(x));
   const int64_t rank = static_cast<int64_t>(x.rank());
-  int64_t axis = ctx.attr_int("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 1 || axis >= rank - 1)
-    return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "axis ", ctx.attr_int("axis", 1), " must be a signal axis of ",
-                     describe(x));
+  // Opset 17 names the axis in an attribute (default 1); 20 in an optional scalar input (default
+  // -2, the last axis before the real/imaginary one). Either way it is one of the axes before
+  // the last: [-rank, -2] or [0, rank - 2].
+  int64_t given = ctx.attr_int("axis", 1);
+  if (ctx.opset() >= 20) {
+    given = -2;
+    if (ctx.has_input(2)) {
+      GBX_RETURN_IF_ERROR(ctx.require_tensor(2));
+      GBX_ASSIGN_OR_RETURN(std::vector<int64_t> a, read_ints(ctx, ctx.input(2)));
+      if (a.size() != 1 || ctx.input(2).rank() > 1)
+        return ctx.error(ErrorCode::INVALID_ARGUMENT, "axis must be a scalar, got ", describe(ctx.input(2)));
+      given = a[0];
+    }
+  }
+  const int64_t axis = given < 0 ? given + rank : given;
+  if (given < -rank || given > rank - 2 || axis >= rank - 1)
+    return ctx.error(ctx.opset() >= 20 ? ErrorCode::INVALID_ARGUMENT : ErrorCode::ATTRIBUTE_INVALID, "axis ", given,
+                     " must be in [", -rank, ", -2] or [0, ", rank - 2, "] for the input ", describe(x));
   const int64_t n = x.dim(size_t(axis));
   int64_t L = n;
   if (ctx.has_input(1)) {
@@ -145,7 +158,7 @@ Status stft(KernelContext& ctx) {
   return Status::OK();
 }
 
-GBX_REGISTER_KERNEL({"", "DFT", 17, 18, kEngineRef, float_dtypes(), dft});
+GBX_REGISTER_KERNEL({"", "DFT", 17, 21, kEngineRef, float_dtypes(), dft});
 GBX_REGISTER_KERNEL({"", "STFT", 17, 18, kEngineRef, float_dtypes(), stft});
 
 }  // namespace

@@ -2,7 +2,7 @@
 // test data matches: grid values in [-1, 1] are denormalized (align_corners picks pixel
 // centres or edges), nearest rounds half to even, bilinear uses 2x2 and bicubic 4x4 taps
 // (A = -0.75); padding "zeros" reads 0 outside, "border" clamps, "reflection" reflects
-// coordinates about the borders.
+// coordinates about the borders. AffineGrid (opset 20) makes the grid of an affine transform.
 #include <algorithm>
 #include <cmath>
 
@@ -139,7 +139,66 @@ Status grid_sample(KernelContext& ctx) {
   return Status::OK();
 }
 
+// AffineGrid-20 (theta, size; align_corners): the sampling grid GridSample reads for an affine
+// transform. theta [N, 2, 3] with size (N, C, H, W) gives [N, H, W, 2]; theta [N, 3, 4] with
+// size (N, C, D, H, W) gives [N, D, H, W, 3]. Each output point is theta[n] applied to the
+// normalized coordinates (x along W, y along H, z along D, 1) of its pixel: pixel centres
+// -1 + (2i + 1) / L, or with align_corners the corners -1 + 2i / (L - 1) (-1 when L is 1).
+Status affine_grid(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
+  const Tensor& theta = ctx.input(0);
+  GBX_ASSIGN_OR_RETURN(std::vector<int64_t> size, read_ints(ctx, ctx.input(1)));
+  if (size.size() != 4 && size.size() != 5)
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "size must be (N, C, H, W) or (N, C, D, H, W), got ",
+                     describe(ctx.input(1)));
+  const int64_t k = static_cast<int64_t>(size.size()) - 2;  // spatial axes
+  if (theta.rank() != 3 || theta.dim(0) != size[0] || theta.dim(1) != k || theta.dim(2) != k + 1)
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "theta ", describe(theta), " must be [", size[0], ", ", k, ", ", k + 1,
+                     "] for size ", to_string(Dims(size)));
+  for (int64_t v : size)
+    if (v < 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "size ", to_string(Dims(size)), " has a negative value");
+  const bool align = ctx.attr_int("align_corners", 0) != 0;
+  // Output [N, spatial..., k]; spatial in (D,) H, W order, the coordinates in x, y (, z) order.
+  Dims out_dims{size[0]};
+  for (int64_t d = 0; d < k; ++d) out_dims.push_back(size[size_t(2 + d)]);
+  out_dims.push_back(k);
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(theta.dtype(), out_dims));
+  auto coord = [&](int64_t i, int64_t len) {
+    if (align) return len <= 1 ? -1.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1);
+    return -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len);
+  };
+  const std::vector<double> th = read_doubles(theta);
+  std::vector<double> out(static_cast<size_t>(y.numel()));
+  const int64_t points = k == 0 || size[0] == 0 ? 0 : y.numel() / (size[0] * k);
+  std::vector<int64_t> at(static_cast<size_t>(k));
+  std::vector<double> base(static_cast<size_t>(k + 1));
+  for (int64_t n = 0; n < size[0]; ++n) {
+    const double* t = &th[size_t(n * k * (k + 1))];
+    for (int64_t p = 0; p < points; ++p) {
+      // p's spatial index, the last axis (W) fastest; base = (x, y[, z], 1).
+      int64_t rest = p;
+      for (int64_t d = k; d-- > 0;) {
+        const int64_t len = size[size_t(2 + d)];
+        at[size_t(d)] = rest % len;
+        rest /= len;
+      }
+      for (int64_t d = 0; d < k; ++d) base[size_t(d)] = coord(at[size_t(k - 1 - d)], size[size_t(1 + k - d)]);
+      base[size_t(k)] = 1.0;
+      for (int64_t r = 0; r < k; ++r) {
+        double v = 0;
+        for (int64_t j = 0; j <= k; ++j) v += t[r * (k + 1) + j] * base[size_t(j)];
+        out[size_t((n * points + p) * k + r)] = v;
+      }
+    }
+  }
+  store_doubles(y, out);
+  ctx.set_output(0, std::move(y));
+  return Status::OK();
+}
+
 GBX_REGISTER_KERNEL({"", "GridSample", 16, 18, kEngineRef, float_dtypes(), grid_sample});
+GBX_REGISTER_KERNEL({"", "AffineGrid", 20, 21, kEngineRef, float_dtypes(), affine_grid});
 
 }  // namespace
 }  // namespace gearbox::ref

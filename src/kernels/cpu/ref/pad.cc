@@ -1,6 +1,7 @@
 // Pad (reference): constant, reflect and edge modes, and wrap from opset 19; pads (and the
 // constant value) are attributes before opset 11 and inputs from 11; from 18 an optional axes
 // input names the axes pads apply to. Negative pads crop. Opset 21 only adds int4 types.
+// CenterCropPad (18) is a constant pad whose per-axis pads centre the input.
 // Each output row maps its outer coordinates once and memcpy's the part of the
 // row that lies inside the input.
 #include <algorithm>
@@ -33,6 +34,9 @@ int64_t source_coord(int64_t o, int64_t d, int64_t b, PadMode mode) {
   }
   return -1;
 }
+
+Status pad_tensor(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
+                  const Tensor& cv);
 
 Status pad(KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
@@ -91,6 +95,45 @@ Status pad(KernelContext& ctx) {
     });
   }
 
+  return pad_tensor(ctx, x, pads, mode, cv);
+}
+
+// CenterCropPad-18 (X, shape; axes): each named axis cropped or zero-padded to shape[i] around
+// its centre, the odd element going to the end (crop start (in - out) / 2, front padding
+// (out - in) / 2, both rounded down): a constant Pad with per-axis begin and end.
+Status center_crop_pad(KernelContext& ctx) {
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = int64_t(x.rank());
+  GBX_ASSIGN_OR_RETURN(std::vector<int64_t> shape, read_ints(ctx, ctx.input(1)));
+  std::vector<int64_t> axes;
+  if (ctx.has_attr("axes")) {
+    GBX_ASSIGN_OR_RETURN(axes, normalize_axes(ctx, ctx.attr_ints("axes"), rank));
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  if (shape.size() != axes.size())
+    return ctx.error(ErrorCode::INVALID_ARGUMENT, "shape has ", shape.size(), " values for ", axes.size(), " axes of ",
+                     describe(x));
+  std::vector<int64_t> pads(size_t(2 * rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t in = x.dim(size_t(axes[i])), out = shape[i];
+    if (out < 0) return ctx.error(ErrorCode::INVALID_ARGUMENT, "shape[", i, "] = ", out, " is negative");
+    if (out > (int64_t(1) << 40))
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "shape[", i, "] = ", out, " is too large");
+    const int64_t begin = out >= in ? (out - in) / 2 : -((in - out) / 2);
+    pads[size_t(axes[i])] = begin;
+    pads[size_t(axes[i] + rank)] = out - in - begin;
+  }
+  return pad_tensor(ctx, x, pads, PadMode::Constant, Tensor(x.dtype(), {1}));
+}
+
+// x padded by pads (begins then ends; negative ones crop), `cv` a one-element tensor of x's
+// dtype for constant padding.
+Status pad_tensor(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& pads, PadMode mode,
+                  const Tensor& cv) {
+  const int64_t rank = int64_t(x.rank());
   // Pads past 2^40 cannot be allocated anyway; bounding them keeps d + b + e from overflowing.
   constexpr int64_t kMaxPad = int64_t(1) << 40;
   Dims out(static_cast<size_t>(rank));
@@ -101,7 +144,8 @@ Status pad(KernelContext& ctx) {
                        " of ", describe(x));
     out[size_t(i)] = d + b + e;
     if (mode != PadMode::Constant && d == 0 && out[size_t(i)] > 0)
-      return ctx.error(ErrorCode::INVALID_ARGUMENT, mode_s, " padding of empty axis ", i, " of ", describe(x));
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, ctx.attr_string("mode", "constant"), " padding of empty axis ", i,
+                       " of ", describe(x));
   }
   GBX_ASSIGN_OR_RETURN(Tensor y, alloc_output(ctx, x.dtype(), out));
   if (y.numel() == 0) {
@@ -154,6 +198,7 @@ Status pad(KernelContext& ctx) {
 }
 
 GBX_REGISTER_KERNEL({"", "Pad", 2, 21, kEngineRef, {}, pad});
+GBX_REGISTER_KERNEL({"", "CenterCropPad", 18, 21, kEngineRef, {}, center_crop_pad});
 
 }  // namespace
 }  // namespace gearbox::ref

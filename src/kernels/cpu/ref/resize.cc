@@ -9,7 +9,8 @@
 //   - a source coordinate that is an integer takes ratio 1 against the pixel on its left,
 //     neighbours beyond the edge are clamped (edge padding);
 //   - tf_crop_and_resize returns extrapolation_value where the source lies outside.
-// Opset 19 adds the half_pixel_symmetric transform (21 only int4 types).
+// Opset 18 adds antialiased downsampling (antialias_taps), 19 the half_pixel_symmetric
+// transform (21 only int4 types).
 // Opset 10 and Upsample have no transform attribute: they are asymmetric, and their nearest
 // rounds down when upsampling and up when downsampling (what ONNX Runtime does).
 #include <cmath>
@@ -30,6 +31,7 @@ struct ResizeParams {
   std::string nearest_mode = "round_prefer_floor";
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // Resize-18: linear and cubic widen their filter when downsampling
   double extrapolation = 0;
   bool legacy = false;  // opset 10 Resize / Upsample
 };
@@ -38,6 +40,39 @@ struct Tap {
   int64_t idx;
   double w;
 };
+
+// The taps of an antialiased linear or cubic downsampling by `scale` < 1 at source coordinate xo
+// (Resize-18's antialias): the filter is stretched by 1 / scale, so every input pixel under the
+// output pixel's footprint contributes, and the weights are normalized to sum to 1. This is
+// Pillow's resampling, which ONNX Runtime implements: the window is [floor(c - support + 0.5),
+// floor(c + support + 0.5)) around c = xo + 0.5; taps past an edge count at the edge pixel, or
+// not at all with exclude_outside. (The window holds about 4 / scale taps and the output about
+// in * scale pixels, so an axis costs about 4 * in whatever the scale.)
+std::vector<Tap> antialias_taps(const ResizeParams& p, double xo, int64_t in_len, double scale) {
+  const double A = p.cubic_a;
+  auto filter = [&](double t) {
+    t = std::abs(t);
+    if (p.mode == Mode::Linear) return t < 1 ? 1 - t : 0.0;
+    if (t < 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+    if (t < 2) return (((t - 5) * t + 8) * t - 4) * A;
+    return 0.0;
+  };
+  const double support = (p.mode == Mode::Linear ? 1.0 : 2.0) / scale;
+  const double center = xo + 0.5;
+  const int64_t lo = static_cast<int64_t>(std::floor(center - support + 0.5));
+  const int64_t hi = static_cast<int64_t>(std::floor(center + support + 0.5));
+  std::vector<Tap> taps;
+  double total = 0;
+  for (int64_t j = lo; j < hi; ++j) {
+    if (p.exclude_outside && (j < 0 || j >= in_len)) continue;
+    const double w = filter((static_cast<double>(j) - center + 0.5) * scale);
+    taps.push_back({std::min<int64_t>(std::max<int64_t>(j, 0), in_len - 1), w});
+    total += w;
+  }
+  if (total != 0)
+    for (auto& tp : taps) tp.w /= total;
+  return taps;
+}
 
 // The taps for output coordinate x along one axis; empty means "extrapolate".
 std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int64_t out_len, double scale,
@@ -69,6 +104,7 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int6
   }
   if (!std::isfinite(xo)) return {};  // NaN/inf roi or scale: nothing sensible to sample
   xo = std::min(std::max(xo, -1e15), 1e15);
+  if (p.antialias && p.mode != Mode::Nearest && scale < 1) return antialias_taps(p, xo, in_len, scale);
   auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in_len - 1); };
 
   if (p.mode == Mode::Nearest) {
@@ -218,6 +254,7 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
     p.cubic_a = ctx.attr_float("cubic_coeff_a", -0.75f);
     p.exclude_outside = ctx.attr_int("exclude_outside", 0) != 0;
     p.extrapolation = ctx.attr_float("extrapolation_value", 0.0f);
+    p.antialias = ctx.opset() >= 18 && ctx.attr_int("antialias", 0) != 0;
   }
   return p;
 }
@@ -225,15 +262,11 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
 // Resize-18's additions over 13: `axes` (roi, scales and sizes name only those axes; the
 // others keep their size), `keep_aspect_ratio_policy` (with sizes: not_larger / not_smaller
 // resize every named axis by one scale, the smallest / largest of sizes[i] / in[i], and the
-// output is round(scale * in)) and `antialias`, which gearbox does not implement.
+// output is round(scale * in)) and `antialias` (read by read_params).
 Status resize18(KernelContext& ctx, const ResizeParams& p, std::vector<double> scales, std::vector<int64_t> sizes,
                 std::vector<double> roi) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
-  if (ctx.attr_int("antialias", 0) != 0)
-    return ctx.error(ErrorCode::OP_UNSUPPORTED, "Resize (opset ", ctx.opset(), ") with antialias=1 (an antialiasing ",
-                     "filter when downsampling) has no kernel in gearbox; export with antialias=0 (torch: ",
-                     "interpolate(..., antialias=False))");
   const std::string policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "keep_aspect_ratio_policy must be stretch, not_larger or ",
