@@ -423,13 +423,152 @@ def opset19_to_21(c):
           [("x", F, c.f32(2, 8, 1))], [("y", F)], opset=20, inits=[("axis", np.array(1, np.int64))])
 
 
+def new_op_forms(c):
+    """More forms of the ops new or changed at 18 to 21: antialiased Resize at other scales,
+    transforms and filters, GroupNormalization, Col2Im, CenterCropPad, AffineGrid and DFT-20
+    variants, FusedMatMul's batch transposes."""
+    for mode in ("linear", "cubic"):
+        for tag, scales, shape in (("0_6", [1, 1, 0.6, 0.6], (1, 2, 10, 10)), ("0_35x0_7", [1, 1, 0.35, 0.7],
+                                                                                 (2, 1, 12, 9)),
+                                   ("up1_5", [1, 1, 1.5, 1.5], (1, 1, 4, 5))):
+            c.add("op18_Resize_antialias_%s_%s" % (mode, tag),
+                  [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, antialias=1)],
+                  [("x", F, c.f32(*shape))], [("y", F)], opset=18, inits=[("scales", np.array(scales, np.float32))])
+        c.add("op18_Resize_antialias_%s_exclude_outside" % mode,
+              [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, antialias=1,
+                                exclude_outside=1)],
+              [("x", F, c.f32(1, 2, 9, 9))], [("y", F)], opset=18,
+              inits=[("scales", np.array([1, 1, 0.4, 0.4], np.float32))])
+        c.add("op18_Resize_antialias_%s_sizes_axes" % mode,
+              [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="rs", mode=mode, antialias=1,
+                                axes=[2, 3])],
+              [("x", F, c.f32(1, 3, 11, 7))], [("y", F)], opset=18, inits=[("sizes", np.array([4, 3], np.int64))])
+        c.add("op18_Resize_antialias_%s_align_corners" % mode,
+              [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode=mode, antialias=1,
+                                coordinate_transformation_mode="align_corners")],
+              [("x", F, c.f32(1, 1, 8, 8))], [("y", F)], opset=18,
+              inits=[("scales", np.array([1, 1, 0.5, 0.75], np.float32))])
+    c.add("op18_Resize_antialias_cubic_a_0_5",
+          [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="rs", mode="cubic", antialias=1,
+                            cubic_coeff_a=-0.5)],
+          [("x", F, c.f32(1, 1, 9, 9))], [("y", F)], opset=18, inits=[("scales", np.array([1, 1, 0.5, 0.5], np.float32))])
+    for opset, groups, shape in ((18, 1, (2, 4, 5)), (18, 4, (1, 4, 3, 3)), (21, 3, (2, 6, 4)), (21, 1, (1, 3, 2, 2, 2))):
+        ch = shape[1]
+        n = ch if opset >= 21 else groups
+        c.add("op%d_GroupNormalization_g%d_rank%d" % (opset, groups, len(shape)),
+              [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=groups,
+                                epsilon=1e-3)],
+              [("x", F, c.f32(*shape))], [("y", F)], opset=opset, inits=[("s", c.f32(n)), ("b", c.f32(n))])
+    for tag, image, block, attrs in (("strided", [6, 6], [2, 2], dict(strides=[2, 2])),
+                                     ("padded", [4, 5], [3, 3], dict(pads=[1, 1, 1, 1])),
+                                     ("dilated", [7, 7], [2, 3], dict(dilations=[2, 1], strides=[1, 2])),
+                                     ("all", [5, 6], [2, 2], dict(dilations=[1, 2], pads=[0, 1, 1, 0],
+                                                                  strides=[2, 1]))):
+        d, s, p = attrs.get("dilations", [1, 1]), attrs.get("strides", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+        L = 1
+        for i in range(2):
+            L *= (image[i] + p[i] + p[i + 2] - d[i] * (block[i] - 1) - 1) // s[i] + 1
+        c.add("op18_Col2Im_%s" % tag, [helper.make_node("Col2Im", ["x", "shape", "block"], ["y"], name="c2i", **attrs)],
+              [("x", F, c.f32(2, 2 * block[0] * block[1], L))], [("y", F)], opset=18,
+              inits=[("shape", np.array(image, np.int64)), ("block", np.array(block, np.int64))])
+    for tag, shape, target, axes in (("crop_odd", (7, 4), [4, 4], None), ("pad_odd", (2, 3), [5, 6], None),
+                                     ("axes", (3, 8, 5), [6, 3], [0, 2]), ("negative_axes", (3, 8, 5), [2], [-2])):
+        kw = {} if axes is None else dict(axes=axes)
+        c.add("op18_CenterCropPad_%s" % tag, [helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp", **kw)],
+              [("x", F, c.f32(*shape))], [("y", F)], opset=18, inits=[("shape", np.array(target, np.int64))])
+    c.add("op18_CenterCropPad_int64", [helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="ccp")],
+          [("x", I64, c.rng.integers(-50, 50, (4, 5), dtype=np.int64))], [("y", I64)], opset=18,
+          inits=[("shape", np.array([3, 8], np.int64))])
+    for align in (0, 1):
+        c.add("op20_AffineGrid_3d_align%d" % align,
+              [helper.make_node("AffineGrid", ["theta", "size"], ["y"], name="ag", align_corners=align)],
+              [("theta", F, c.f32(2, 3, 4, lo=-1, hi=1))], [("y", F)], opset=20,
+              inits=[("size", np.array([2, 3, 2, 3, 4], np.int64))])
+    c.add("op20_AffineGrid_align1", [helper.make_node("AffineGrid", ["theta", "size"], ["y"], name="ag", align_corners=1)],
+          [("theta", F, c.f32(1, 2, 3, lo=-1, hi=1))], [("y", F)], opset=20,
+          inits=[("size", np.array([1, 2, 5, 3], np.int64))])
+    for tag, ins, attrs, x, inits in (
+            ("default_axis", ["x"], {}, c.f32(2, 3, 6, 1), []),
+            ("negative_axis", ["x", "", "axis"], {}, c.f32(2, 6, 3, 2), [("axis", np.array(-3, np.int64))]),
+            ("inverse_complex", ["x", "", "axis"], dict(inverse=1), c.f32(1, 8, 2), [("axis", np.array(1, np.int64))]),
+            ("onesided_length", ["x", "n", "axis"], dict(onesided=1), c.f32(2, 5, 1),
+             [("n", np.array(8, np.int64)), ("axis", np.array(1, np.int64))])):
+        c.add("op20_DFT_%s" % tag, [helper.make_node("DFT", ins, ["y"], name="dft", **attrs)], [("x", F, x)], [("y", F)],
+              opset=20, inits=inits, atol=1e-4)
+    for tag, a, b, attrs in (("transBatchB", c.f32(2, 3, 4), c.f32(5, 2, 4), dict(transBatchB=1, transB=1)),
+                             ("transBatchA_transA", c.f32(3, 2, 4), c.f32(2, 3, 5), dict(transBatchA=1, transA=1)),
+                             ("transBatch_4d", c.f32(3, 2, 2, 4), c.f32(4, 2, 2, 5),
+                              dict(transBatchA=1, transBatchB=1, alpha=0.5))):
+        c.add("ms_FusedMatMul_%s" % tag, [ms_node("FusedMatMul", ["a", "b"], ["y"], **attrs)],
+              [("a", F, a), ("b", F, b)], [("y", F)], ms=True)
+
+
+def across_opsets(c):
+    """Common operators, unchanged since 17 or earlier, in models declaring opsets 18 to 21:
+    the importer and the kernels must take them at every opset ONNX Runtime does."""
+    x4 = c.f32(1, 3, 6, 6)
+    unary = ["Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Sqrt", "Softsign", "Softplus", "Erf", "Floor", "Ceil",
+             "Round", "Sin", "Cos", "HardSwish", "Identity"]
+    for opset in (18, 19, 20, 21):
+        for op in unary:
+            x = c.f32(3, 4, lo=0.1, hi=3) if op == "Sqrt" else c.f32(3, 4)
+            c.add("op%d_%s" % (opset, op), [helper.make_node(op, ["x"], ["y"], name=op.lower())], [("x", F, x)],
+                  [("y", F)], opset=opset)
+        for op in ("Add", "Mul", "Sub", "Div", "Max", "Min", "Pow"):
+            a = c.f32(2, 3, 4, lo=0.5, hi=2) if op == "Pow" else c.f32(2, 3, 4)
+            b = c.f32(4, lo=0.5, hi=2)
+            c.add("op%d_%s_broadcast" % (opset, op), [helper.make_node(op, ["a", "b"], ["y"], name=op.lower())],
+                  [("a", F, a), ("b", F, b)], [("y", F)], opset=opset)
+        c.add("op%d_Conv" % opset, [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1],
+                                                     strides=[2, 2])],
+              [("x", F, x4)], [("y", F)], opset=opset, inits=[("w", c.f32(4, 3, 3, 3)), ("b", c.f32(4))], atol=1e-4)
+        c.add("op%d_MatMul" % opset, [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
+              [("a", F, c.f32(2, 3, 8)), ("b", F, c.f32(8, 5))], [("y", F)], opset=opset, atol=1e-4)
+        c.add("op%d_Gemm" % opset, [helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm", transB=1, alpha=0.5)],
+              [("a", F, c.f32(3, 8))], [("y", F)], opset=opset, inits=[("b", c.f32(6, 8)), ("c", c.f32(6))], atol=1e-4)
+        c.add("op%d_Softmax" % opset, [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=-1)],
+              [("x", F, c.f32(2, 3, 7))], [("y", F)], opset=opset)
+        c.add("op%d_LayerNormalization" % opset,
+              [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1)],
+              [("x", F, c.f32(2, 3, 8))], [("y", F)], opset=opset, inits=[("s", c.f32(8)), ("b", c.f32(8))])
+        c.add("op%d_BatchNormalization" % opset,
+              [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")],
+              [("x", F, x4)], [("y", F)], opset=opset,
+              inits=[("s", c.f32(3)), ("b", c.f32(3)), ("m", c.f32(3)), ("v", c.f32(3, lo=0.5, hi=2))])
+        c.add("op%d_MaxPool" % opset, [helper.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 3],
+                                                        strides=[2, 2], pads=[1, 1, 1, 1])],
+              [("x", F, x4)], [("y", F)], opset=opset)
+        c.add("op%d_GlobalAveragePool" % opset, [helper.make_node("GlobalAveragePool", ["x"], ["y"], name="gap")],
+              [("x", F, x4)], [("y", F)], opset=opset)
+        for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceL2"):
+            c.add("op%d_%s_axes_input" % (opset, op),
+                  [helper.make_node(op, ["x", "axes"], ["y"], name=op.lower(), keepdims=0)],
+                  [("x", F, c.f32(2, 3, 4))], [("y", F)], opset=opset, inits=[("axes", np.array([1, -1], np.int64))])
+        c.add("op%d_Concat" % opset, [helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1)],
+              [("a", F, c.f32(2, 3)), ("b", F, c.f32(2, 2))], [("y", F)], opset=opset)
+        c.add("op%d_Slice" % opset, [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice")],
+              [("x", F, c.f32(4, 6))], [("y", F)], opset=opset,
+              inits=[("st", np.array([1, -1], np.int64)), ("en", np.array([4, 0], np.int64)),
+                     ("ax", np.array([0, 1], np.int64)), ("sp", np.array([2, -2], np.int64))])
+        c.add("op%d_Gather" % opset, [helper.make_node("Gather", ["x", "i"], ["y"], name="gather", axis=1)],
+              [("x", F, c.f32(3, 5))], [("y", F)], opset=opset, inits=[("i", np.array([[0, 4], [-1, 2]], np.int64))])
+        c.add("op%d_Where" % opset, [helper.make_node("Where", ["m", "a", "b"], ["y"], name="where")],
+              [("m", TensorProto.BOOL, c.rng.integers(0, 2, (3, 4)).astype(np.bool_)), ("a", F, c.f32(3, 4)),
+               ("b", F, c.f32(4))], [("y", F)], opset=opset)
+        c.add("op%d_Split_num_outputs_uneven" % opset,
+              [helper.make_node("Split", ["x"], ["y0", "y1", "y2"], name="split", axis=1, num_outputs=3)],
+              [("x", F, c.f32(2, 7))], [("y0", F), ("y1", F), ("y2", F)], opset=opset)
+        c.add("op%d_Expand" % opset, [helper.make_node("Expand", ["x", "s"], ["y"], name="expand")],
+              [("x", F, c.f32(3, 1))], [("y", F)], opset=opset, inits=[("s", np.array([2, 3, 4], np.int64))])
+
+
 def main():
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
-                   contrib_chain, opset18_plus, opset19_to_21):
+                   contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 
