@@ -589,6 +589,20 @@ const std::unordered_map<std::string, Lowering>& microsoft_ops() {
   return ops;
 }
 
+}  // namespace
+
+std::vector<std::string> contrib_rewritten_ops() {
+  std::vector<std::string> ops;
+  for (const auto& [name, fn] : microsoft_ops()) ops.push_back(std::string(kMicrosoft) + "." + name);
+  std::sort(ops.begin(), ops.end());
+  ops.push_back("ai.onnx.LayerNormalization (opsets 1-16, ONNX Runtime's form)");
+  ops.push_back("ai.onnx.SimplifiedLayerNormalization (ONNX Runtime's)");
+  ops.push_back("ai.onnx.Gelu (opsets 20-21)");
+  return ops;
+}
+
+namespace {
+
 const Lowering* lowering_for(const Node& n) {
   if (n.domain == kMicrosoft) {
     auto it = microsoft_ops().find(n.op_type);

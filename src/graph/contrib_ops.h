@@ -13,6 +13,9 @@
 // reports it the same way.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "base/status.h"
 #include "graph/ir.h"
 
@@ -21,5 +24,9 @@ namespace gearbox {
 // Rewrites the contrib nodes of g and its subgraphs in place, keeping node order topological.
 // Returns how many nodes were rewritten.
 Result<int> lower_contrib_ops(Graph& g);
+
+// The ops rewritten at import, as "domain.Op" (com.microsoft.FusedMatMul, ...; the ONNX-domain
+// ones as "ai.onnx.Op (when)"): for gearbox doctor --ops.
+std::vector<std::string> contrib_rewritten_ops();
 
 }  // namespace gearbox

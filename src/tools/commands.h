@@ -27,6 +27,9 @@ void add_launch_command(CLI::App& app, std::function<int()>* action);
 void add_plan_command(CLI::App& app, std::function<int()>* action);
 void add_train_command(CLI::App& app, std::function<int()>* action);
 
+// `gearbox doctor --ops`: the operators the kernel registry runs, as Markdown (docs/ops.md).
+int print_ops_markdown();
+
 // Prints the error (one-line form, then cause and fix) to stderr and returns 1.
 int report(const Status& status);
 

@@ -44,6 +44,7 @@ struct DoctorOptions {
   std::string model;
   bool json = false;
   std::string op_path;  // --op-path, as the session flag
+  bool ops = false;     // --ops: list the operators instead
 };
 
 struct Check {
@@ -365,6 +366,7 @@ Check check_pool() {
 }
 
 int doctor(const DoctorOptions& o) {
+  if (o.ops) return print_ops_markdown();
   const Capabilities& caps = devices().front()->capabilities();
   std::vector<Check> checks;
   checks.push_back(
@@ -407,6 +409,8 @@ void add_doctor_command(CLI::App& app, std::function<int()>* action) {
       app.add_subcommand("doctor", "Check this machine, environment and a model: PASS/WARN/FAIL with fixes");
   sub->add_option("model", o->model, "A model (.onnx or .gbm) to check against this machine");
   sub->add_flag("--json", o->json, "Print the checks as JSON");
+  sub->add_flag("--ops", o->ops,
+                "List every operator this gearbox runs (opsets, engines, dtypes) as Markdown (docs/ops.md)");
   sub->add_option("--op-path", o->op_path,
                   "Custom-op plugins to load, as for gearbox run (folders and .so files, colon-separated; before "
                   "GEARBOX_OP_PATH)");

@@ -269,5 +269,20 @@ lines = p.stdout.splitlines()
 check(any(l.startswith("FAIL  cpu.build_isa") for l in lines), "doctor text: FAIL line")
 check(any(l.strip().startswith("fix: ") for l in lines), "doctor text: fix lines")
 
+# ---- doctor --ops: the operator list (docs/ops.md) as the registry has it -------------------
+p = run(["doctor", "--ops"], expect_rc=0)
+rows = {}
+for line in p.stdout.splitlines():
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    if line.startswith("| ") and len(cells) == 4 and cells[0] not in ("op", "---"):
+        rows.setdefault(cells[0], cells)
+check(rows.get("Relu", [None, None])[1] == "1-21", f"doctor --ops: Relu at every opset: {rows.get('Relu')}")
+# Registered to 18, GridSample serves 19 but not 20, whose modes changed (KernelDef::serves).
+check(rows.get("GridSample", [None, None])[1] == "16-19", f"doctor --ops: GridSample stops at 19: {rows.get('GridSample')}")
+check(rows.get("GroupNormalization", [None, None])[1] == "18-21", f"doctor --ops: {rows.get('GroupNormalization')}")
+check("com.microsoft.FusedMatMul" in p.stdout, "doctor --ops: the contrib ops rewritten at import")
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "ops.md")) as f:
+    check(f.read() == p.stdout, "doctor --ops: docs/ops.md is what this build prints (the build writes it)")
+
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)
