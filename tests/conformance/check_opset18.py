@@ -12,8 +12,9 @@ GroupNormalization) must be refused in an opset-17 model with OP_UNSUPPORTED nam
 and opset 17; at 18 the oracle suite (tests/conformance/oracle) judges them against ONNX Runtime,
 with antialiased Resize.
 
-With --torch, a torch 1.13 model is exported at opset 17, rewritten to 18 by the same
-rewriter, and both must give identical outputs (and torch's, within float tolerance).
+With --torch, two torch 1.13 models (a CNN, a transformer encoder) are exported at opset 17,
+rewritten to 18, 19, 20 and 21 by the same rewriter, and every form must give the opset-17
+model's outputs exactly (and torch's, within float tolerance).
 
 Usage: check_opset18.py --gearbox PATH --work-dir DIR [--torch]
 """
@@ -48,8 +49,11 @@ def vi(name, elem=F, shape=None):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def to_opset18(m):
-    """The opset-17 model `m` in its opset-18 form (a copy): what a newer exporter writes."""
+def to_opset18(m, version=18):
+    """The opset-17 model `m` in its opset-18 form (a copy): what a newer exporter writes. With
+    `version` 19 to 21, the same graph declaring that opset (and IR version 9, or 10 at 21): no
+    op a torch 1.13 export writes changed its form or meaning after 18 (19-21 added modes,
+    attributes with defaults that keep the old behaviour, and types)."""
     m2 = onnx.ModelProto()
     m2.CopyFrom(m)
     counter = [0]
@@ -77,7 +81,9 @@ def to_opset18(m):
     rewrite(m2.graph)
     for op in m2.opset_import:
         if op.domain in ("", "ai.onnx"):
-            op.version = 18
+            op.version = version
+    if version >= 19:
+        m2.ir_version = 10 if version >= 21 else 9
     return m2
 
 
@@ -336,10 +342,39 @@ def torch_case(t):
     m18 = to_opset18(m17)
     reduces = sum(1 for n in m18.graph.node if n.op_type in REDUCE_OPS)
     t.verdict("torch_export_has_reduces", reduces >= 3, "the export has %d Reduce* nodes to rewrite" % reduces)
-    t.pair("torch_export_17_vs_18", m17, {"x": x.numpy()}, m18)
     with torch.no_grad():
         want = net(x).numpy()
-    t.against("torch_export_18_vs_torch", m18, {"x": x.numpy()}, [want], rtol=1e-4, atol=1e-5)
+    for version in (18, 19, 20, 21):
+        m_new = to_opset18(m17, version)
+        t.pair("torch_export_17_vs_%d" % version, m17, {"x": x.numpy()}, m_new)
+        t.against("torch_export_%d_vs_torch" % version, m_new, {"x": x.numpy()}, [want], rtol=1e-4, atol=1e-5)
+
+    # A transformer: embedding, attention, LayerNorm-17, GELU, the graph torch writes for them.
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(50, 32)
+            self.layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu",
+                                                          batch_first=True)
+            self.norm = torch.nn.LayerNorm(32)
+            self.head = torch.nn.Linear(32, 7)
+
+        def forward(self, ids):
+            return torch.log_softmax(self.head(self.norm(self.layer(self.emb(ids)))).mean(dim=1), dim=-1)
+
+    enc = Encoder().eval()
+    ids = torch.randint(0, 50, (2, 6))
+    path = os.path.join(d, "encoder17.onnx")
+    torch.onnx.export(enc, (ids,), path, opset_version=17, input_names=["ids"], output_names=["y"])
+    e17 = onnx.load(path)
+    print("torch encoder export ops:", " ".join(sorted({n.op_type for n in e17.graph.node})))
+    with torch.no_grad():
+        want = enc(ids).numpy()
+    for version in (18, 19, 20, 21):
+        e_new = to_opset18(e17, version)
+        t.pair("torch_encoder_17_vs_%d" % version, e17, {"ids": ids.numpy()}, e_new)
+        t.against("torch_encoder_%d_vs_torch" % version, e_new, {"ids": ids.numpy()}, [want], rtol=1e-4,
+                  atol=1e-5)
 
 
 def main():
