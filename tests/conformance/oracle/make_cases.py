@@ -423,6 +423,28 @@ def opset19_to_21(c):
           [("x", F, c.f32(2, 8, 1))], [("y", F)], opset=20, inits=[("axis", np.array(1, np.int64))])
 
 
+def rotary_family(c):
+    """RotaryEmbedding: the halves and interleaved pairings, positions as [B, S] or an offset,
+    [B, S, N*H] and [B, N, S, H] inputs, a partial rotary dimension."""
+    def caches(max_seq, half):
+        freq = 1.0 / (10000 ** (np.arange(half) / half))
+        ang = np.outer(np.arange(max_seq), freq)
+        return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+    for tag, shape, attrs, half, pos in (
+            ("3d_halves", (2, 5, 16), {}, 4, c.rng.integers(0, 12, (2, 5))),
+            ("3d_interleaved", (2, 5, 16), dict(interleaved=1), 4, c.rng.integers(0, 12, (2, 5))),
+            ("3d_offset", (1, 4, 24), dict(num_heads=3), 4, np.array([3])),
+            ("4d", (2, 3, 4, 8), {}, 4, c.rng.integers(0, 12, (2, 4))),
+            ("4d_interleaved_offset", (1, 2, 6, 8), dict(interleaved=1), 4, np.array([5])),
+            ("partial", (2, 3, 32), dict(num_heads=2, rotary_embedding_dim=8), 4, c.rng.integers(0, 12, (2, 3)))):
+        cos, sin = caches(12, half)
+        c.add("ms_RotaryEmbedding_%s" % tag,
+              [ms_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], **attrs)],
+              [("x", F, c.f32(*shape))], [("y", F)], ms=True,
+              inits=[("pos", np.asarray(pos, np.int64)), ("cos", cos), ("sin", sin)])
+
+
 def new_op_forms(c):
     """More forms of the ops new or changed at 18 to 21: antialiased Resize at other scales,
     transforms and filters, GroupNormalization, Col2Im, CenterCropPad, AffineGrid and DFT-20
@@ -568,7 +590,8 @@ def main():
     os.makedirs(out)
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
-                   contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets):
+                   contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets,
+                   rotary_family):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 
