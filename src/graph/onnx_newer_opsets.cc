@@ -286,6 +286,29 @@ void register_opsets19_to_21() {
           .Attr("block_size", "Size of the quantization blocks along axis (0: per-tensor or per-axis).",
                 AttributeProto::INT, static_cast<int64_t>(0)));
 
+  // DeformConv-19: a convolution sampling at learned offsets.
+  {
+    OpSchema s("DeformConv", __FILE__, __LINE__);
+    s.SetDomain(kShadowDomain)
+        .SinceVersion(19)
+        .Attr("dilations", "Dilation value along each spatial axis of the kernel.", AttributeProto::INTS, false)
+        .Attr("group", "Number of groups of input and output channels.", AttributeProto::INT, static_cast<int64_t>(1))
+        .Attr("kernel_shape", "Shape of the convolution kernel.", AttributeProto::INTS, false)
+        .Attr("offset_group", "Number of groups of offset.", AttributeProto::INT, static_cast<int64_t>(1))
+        .Attr("pads", "Padding at the beginning and end of each spatial axis.", AttributeProto::INTS, false)
+        .Attr("strides", "Stride along each spatial axis.", AttributeProto::INTS, false)
+        .Input(0, "X", "Input data, [N, C, H, W].", "T")
+        .Input(1, "W", "Weights, [M, C / group, kH, kW].", "T")
+        .Input(2, "offset", "Offsets, [N, offset_group * 2 * kH * kW, oH, oW].", "T")
+        .Input(3, "B", "Bias, [M].", "T", OpSchema::Optional)
+        .Input(4, "mask", "Mask, [N, offset_group * kH * kW, oH, oW].", "T", OpSchema::Optional)
+        .Output(0, "Y", "Output data, [N, M, oH, oW].", "T")
+        .TypeConstraint("T", {"tensor(float16)", "tensor(float)", "tensor(double)"},
+                        "Constrain input and output types to float tensors.")
+        .TypeAndShapeInferenceFunction(type_and_rank_of_input0);
+    add(std::move(s));
+  }
+
   // DFT-20: the axis moves from an attribute into an optional scalar input.
   {
     const OpSchema& dft17 = libonnx_schema("DFT", 17);

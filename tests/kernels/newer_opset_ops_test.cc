@@ -1,5 +1,5 @@
 // The reference kernels of ops new or changed at opsets 18 to 21 (GroupNormalization, Col2Im,
-// CenterCropPad, AffineGrid, DFT-20): each form against an older op or form the ONNX node suite
+// CenterCropPad, AffineGrid, DFT-20, DeformConv): each form against an older op or form the ONNX node suite
 // already gates, and the refusals of inputs that do not fit. Their numbers against ONNX Runtime
 // are the oracle suite's (tests/conformance/oracle).
 #include <gtest/gtest.h>
@@ -149,6 +149,32 @@ TEST(NewerOpsetOps, Dft20AxisInputMatchesDft17Attribute) {
             ErrorCode::INVALID_ARGUMENT);
   EXPECT_EQ(code_of(make_call("DFT", 20, {x, Tensor(), Tensor::scalar<int64_t>(-5)})).code(),
             ErrorCode::INVALID_ARGUMENT);
+}
+
+// With zero offsets and a mask of ones, a deformable convolution is the convolution itself.
+TEST(NewerOpsetOps, DeformConvWithZeroOffsetsIsConv) {
+  Tensor x = ramp({2, 4, 6, 5}), w = ramp({6, 2, 3, 2}, 0.71f), b = ramp({6}, 1.3f);
+  AttributeMap attrs{{"group", attr_int(2)},
+                     {"strides", attr_ints({2, 1})},
+                     {"pads", attr_ints({1, 0, 1, 1})},
+                     {"dilations", attr_ints({1, 2})}};
+  auto conv = make_call("Conv", 11, {x, w, b});
+  conv.attrs = attrs;
+  auto want = run_kernel(conv);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  const Dims od = want.value()[0].dims();  // [2, 6, oH, oW]
+  Tensor off(DType::F32, {2, 2 * 6, od[2], od[3]});
+  std::vector<float> ones(size_t(2 * 6 * od[2] * od[3]), 1.0f);
+  auto dc = make_call("DeformConv", 19, {x, w, off, b, Tensor::from_vector<float>(ones, {2, 6, od[2], od[3]})});
+  dc.attrs = attrs;
+  auto got = run_kernel(dc);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  expect_same(got.value()[0], want.value()[0], 1e-4);
+  // An offset tensor of the wrong size; a 1-D convolution (not implemented: said so).
+  dc.inputs[2] = Tensor(DType::F32, {2, 6, od[2], od[3]});
+  EXPECT_EQ(code_of(dc).code(), ErrorCode::SHAPE_MISMATCH);
+  auto one_d = make_call("DeformConv", 19, {ramp({1, 1, 5}), ramp({1, 1, 3}), Tensor(DType::F32, {1, 6, 3})});
+  EXPECT_EQ(code_of(one_d).code(), ErrorCode::OP_UNSUPPORTED);
 }
 
 }  // namespace

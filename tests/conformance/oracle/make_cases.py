@@ -525,6 +525,29 @@ def new_op_forms(c):
               [("a", F, a), ("b", F, b)], [("y", F)], ms=True)
 
 
+def deform_conv_family(c):
+    """DeformConv-19: offsets within and past the image, a mask and a bias, groups and offset
+    groups, strides, pads and dilations."""
+    for tag, (n, ch, h, w), (m, kh, kw), attrs, with_mask in (
+            ("basic", (1, 2, 5, 5), (3, 3, 3), {}, False),
+            ("mask_bias", (2, 2, 5, 6), (4, 3, 3), dict(pads=[1, 1, 1, 1]), True),
+            ("groups", (1, 4, 6, 6), (4, 2, 2), dict(group=2, offset_group=2, strides=[2, 1]), True),
+            ("dilated", (1, 3, 7, 7), (2, 3, 2), dict(dilations=[2, 1], pads=[1, 0, 2, 1]), False)):
+        g = attrs.get("group", 1)
+        og = attrs.get("offset_group", 1)
+        st, dl, pd = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+        oh = (h + pd[0] + pd[2] - dl[0] * (kh - 1) - 1) // st[0] + 1
+        ow = (w + pd[1] + pd[3] - dl[1] * (kw - 1) - 1) // st[1] + 1
+        ins = ["x", "w", "off", "b"] + (["mask"] if with_mask else [])
+        inits = [("w", c.f32(m, ch // g, kh, kw)), ("b", c.f32(m))]
+        inputs = [("x", F, c.f32(n, ch, h, w)), ("off", F, c.f32(n, og * 2 * kh * kw, oh, ow, lo=-1.5, hi=1.5))]
+        if with_mask:
+            inputs.append(("mask", F, c.f32(n, og * kh * kw, oh, ow, lo=0, hi=1)))
+        c.add("op19_DeformConv_%s" % tag,
+              [helper.make_node("DeformConv", ins, ["y"], name="dc", kernel_shape=[kh, kw], **attrs)],
+              inputs, [("y", F)], opset=19, inits=inits, atol=1e-4)
+
+
 def across_opsets(c):
     """Common operators, unchanged since 17 or earlier, in models declaring opsets 18 to 21:
     the importer and the kernels must take them at every opset ONNX Runtime does."""
@@ -591,7 +614,7 @@ def main():
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
                    contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets,
-                   rotary_family):
+                   rotary_family, deform_conv_family):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 
