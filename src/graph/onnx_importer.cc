@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "graph/contrib_ops.h"
+#include "graph/legacy_opsets.h"
 #include "graph/onnx_nesting.h"
 #include "graph/onnx_newer_opsets.h"
 #include "kernels/kernel.h"
@@ -645,6 +646,8 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   progress_begin(options.progress, "import");
   GraphImporter importer(model.opsets, base_dir);
   GBX_ASSIGN_OR_RETURN(model.graph, importer.import(mp.graph(), nullptr));
+  GBX_ASSIGN_OR_RETURN(int legacy, upgrade_legacy_ops(*model.graph));
+  if (legacy > 0) GBX_LOG_DEBUG("GRAPH", "{} node(s) of opsets 1-6 rewritten into their opset-7+ forms", legacy);
   GBX_ASSIGN_OR_RETURN(int contrib, lower_contrib_ops(*model.graph));
   if (contrib > 0) GBX_LOG_DEBUG("GRAPH", "{} ONNX Runtime contrib node(s) rewritten into ONNX ops", contrib);
   phase_done("conversion to the IR");
