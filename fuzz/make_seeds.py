@@ -139,6 +139,59 @@ def opset21_model():
     return m
 
 
+def legacy_opset4_model():
+    """ai.onnx opset 4, IR 3 (initializers among the inputs): the forms rewritten at import
+    (bias Add with broadcast and axis, test-mode BatchNormalization-1, Reshape-1, Gemm-1)."""
+    inits = {"w": np.full((2, 1, 3, 3), 0.1, np.float32), "cb": np.array([0.5, -0.5], np.float32),
+             "s": np.ones(2, np.float32), "bb": np.zeros(2, np.float32), "m": np.zeros(2, np.float32),
+             "v": np.ones(2, np.float32), "fw": np.full((32, 3), 0.01, np.float32), "fb": np.zeros(3, np.float32)}
+    nodes = [helper.make_node("Pad", ["x"], ["px"], name="pad", pads=[0, 0, 1, 1, 0, 0, 1, 1]),
+             helper.make_node("Conv", ["px", "w"], ["c"], name="conv", kernel_shape=[3, 3]),
+             helper.make_node("Add", ["c", "cb"], ["cb_out"], name="bias", broadcast=1, axis=1),
+             helper.make_node("BatchNormalization", ["cb_out", "s", "bb", "m", "v"], ["bn"], name="bn", is_test=1,
+                              consumed_inputs=[0, 0, 0, 1, 1]),
+             helper.make_node("Reshape", ["bn"], ["flat"], name="flat", shape=[0, -1]),
+             helper.make_node("Gemm", ["flat", "fw", "fb"], ["y"], name="fc", broadcast=1)]
+    g = helper.make_graph(
+        nodes, "legacy_opset4",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])] +
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in inits.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 4)])
+    m.ir_version = 3
+    return m
+
+
+def newer_ops_model():
+    """ai.onnx opset 20 and com.microsoft: the ops new at 18-20 (CenterCropPad, GroupNormalization,
+    antialiased Resize, Col2Im, DeformConv, AffineGrid, DFT with its axis input) and RotaryEmbedding."""
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    inits = {"ccp": i64([1, 2, 4, 4]), "gs": np.ones(2, np.float32), "gb": np.zeros(2, np.float32),
+             "rs": np.array([1, 1, 0.5, 0.5], np.float32), "r2s": i64([1, 4, 2]), "img": i64([2, 1]),
+             "blk": i64([1, 1]),
+             "dw": np.full((2, 2, 1, 1), 0.5, np.float32), "doff": np.zeros((1, 2, 2, 2), np.float32),
+             "th": np.array([[[1, 0, 0], [0, 1, 0]]], np.float32), "sz": i64([1, 2, 2, 2]), "ax": i64(1),
+             "pos": i64([0]), "cos": np.ones((4, 1), np.float32), "sin": np.zeros((4, 1), np.float32)}
+    nodes = [helper.make_node("CenterCropPad", ["x", "ccp"], ["c"], name="ccp"),
+             helper.make_node("GroupNormalization", ["c", "gs", "gb"], ["n"], name="gn", num_groups=2),
+             helper.make_node("Resize", ["n", "", "rs"], ["r"], name="rs", mode="cubic", antialias=1),
+             helper.make_node("Reshape", ["r", "r2s"], ["r2"], name="r2"),
+             helper.make_node("Col2Im", ["r2", "img", "blk"], ["im"], name="c2i"),
+             helper.make_node("DeformConv", ["r", "dw", "doff"], ["d"], name="dc", kernel_shape=[1, 1]),
+             helper.make_node("AffineGrid", ["th", "sz"], ["grid"], name="ag"),
+             helper.make_node("DFT", ["grid", "", "ax"], ["f"], name="dft"),
+             helper.make_node("RotaryEmbedding", ["r2", "pos", "cos", "sin"], ["rot"], name="rope",
+                              domain="com.microsoft")]
+    g = helper.make_graph(
+        nodes, "newer_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 5])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("d", "f", "rot", "im")],
+        initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 9
+    return m
+
+
 def write(folder, name, data):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, name), "wb") as f:
@@ -184,7 +237,8 @@ def main():
 
     models = {"add": add_model(), "cnn": cnn_model(), "loop_if": loop_if_model(), "loop": halving_loop_model(13),
               "external_data": external_data_model(), "sequence": sequence_model(), "contrib": contrib_model(),
-              "attention": attention_model(), "matmul_nbits": matmul_nbits_model(), "opset21": opset21_model()}
+              "attention": attention_model(), "matmul_nbits": matmul_nbits_model(), "opset21": opset21_model(),
+              "legacy_opset4": legacy_opset4_model(), "newer_ops": newer_ops_model()}
     for name, m in models.items():
         write(os.path.join(out, "onnx_import"), name + ".onnx", m.SerializeToString())
 
