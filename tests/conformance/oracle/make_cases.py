@@ -548,6 +548,78 @@ def deform_conv_family(c):
               inputs, [("y", F)], opset=19, inits=inits, atol=1e-4)
 
 
+def gqa_family(c):
+    """GroupQueryAttention: a batch-2 prompt (one padded), one-token decoding over a past KV cache
+    with a different past length per batch, a multi-token step after a past, GQA ratios 1 to 4,
+    packed QKV, a custom scale, rotary (halves, interleaved, partial, position_ids), a local
+    window, softcap, smooth softmax, head sinks, attention_bias and causal=0. Every case lists
+    present_key and present_value, so the KV cache ORT writes is compared too."""
+    I32 = TensorProto.INT32
+
+    def caches(max_seq, half):
+        ang = np.outer(np.arange(max_seq), 1.0 / (10000 ** (np.arange(half) / half)))
+        return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+
+    # tag, (B, S, N, kvN, H, past rows P), seqlens_k, total_sequence_length, attributes, extras:
+    # "packed" (Q|K|V in one input), "rotary" (cache rows, cache width), optional inputs by slot.
+    for tag, (b, s, n, kvn, h, p), seqlens, total, attrs, extra in (
+            ("prompt", (2, 4, 4, 2, 8, 0), [3, 3], 4, {}, {}),
+            ("prompt_padded", (2, 4, 4, 2, 8, 0), [3, 1], 4, {}, {}),
+            ("prompt_mha_scale", (2, 3, 2, 2, 8, 0), [2, 2], 3, dict(scale=0.3), {}),
+            ("prompt_ratio4_past_buffer", (2, 3, 4, 1, 8, 5), [2, 2], 3, {}, {}),
+            ("decode", (2, 1, 4, 2, 8, 5), [3, 5], 6, {}, {}),
+            ("decode_scale", (2, 1, 4, 1, 8, 4), [4, 2], 5, dict(scale=0.2), {}),
+            ("continue_prompt", (1, 3, 4, 2, 8, 4), [5], 6, {}, {}),
+            ("packed_prompt", (2, 3, 4, 2, 8, 0), [2, 2], 3, {}, dict(packed=True)),
+            ("packed_decode", (2, 1, 4, 2, 8, 3), [2, 3], 4, {}, dict(packed=True)),
+            ("rotary_prompt", (2, 3, 2, 1, 16, 0), [2, 2], 3, dict(do_rotary=1), dict(rotary=(8, 8))),
+            ("rotary_decode_interleaved", (2, 1, 4, 2, 16, 4), [3, 4], 5, dict(do_rotary=1, rotary_interleaved=1),
+             dict(rotary=(8, 8))),
+            ("rotary_partial_padded", (2, 3, 2, 1, 32, 0), [2, 1], 3, dict(do_rotary=1), dict(rotary=(8, 8))),
+            ("rotary_packed_decode", (2, 1, 4, 2, 16, 3), [2, 3], 4, dict(do_rotary=1),
+             dict(rotary=(8, 8), packed=True)),
+            ("rotary_position_ids", (2, 1, 2, 1, 16, 3), [2, 3], 4, dict(do_rotary=1),
+             dict(rotary=(12, 8), pos=[[7], [9]])),
+            ("local_window_prompt", (1, 6, 2, 1, 8, 0), [5], 6, dict(local_window_size=2), {}),
+            ("local_window_padded", (2, 6, 2, 1, 8, 0), [5, 2], 6, dict(local_window_size=2), {}),
+            ("local_window_decode", (1, 1, 2, 1, 8, 6), [6], 7, dict(local_window_size=3), {}),
+            ("softcap", (2, 3, 4, 1, 8, 0), [2, 2], 3, dict(softcap=1.5), {}),
+            ("softcap_window_bias", (2, 4, 2, 1, 8, 0), [3, 3], 4, dict(softcap=0.8, local_window_size=2),
+             dict(bias=(2, 1))),
+            ("smooth_softmax", (2, 3, 4, 2, 8, 0), [2, 2], 3, dict(smooth_softmax=1), {}),
+            ("head_sink_decode", (2, 1, 2, 1, 8, 3), [3, 2], 4, {}, dict(sink=True)),
+            ("attention_bias_decode", (2, 1, 2, 1, 8, 4), [3, 4], 5, {}, dict(bias=(1, 2))),
+            ("non_causal_padded", (2, 3, 2, 1, 8, 0), [2, 1], 3, dict(causal=0), {})):
+        packed = extra.get("packed", False)
+        names = ["q", "", "", "", "", "sl", "tt"]
+        inputs = [("q", F, c.f32(b, s, (n + 2 * kvn) * h if packed else n * h))]
+        if not packed:
+            names[1:3] = ["k", "v"]
+            inputs += [("k", F, c.f32(b, s, kvn * h)), ("v", F, c.f32(b, s, kvn * h))]
+        if p:
+            names[3:5] = ["pk", "pv"]
+            inputs += [("pk", F, c.f32(b, kvn, p, h)), ("pv", F, c.f32(b, kvn, p, h))]
+        inputs += [("sl", I32, np.array(seqlens, np.int32)), ("tt", I32, np.array(total, np.int32))]
+        inits = []
+        optional = {}
+        if "rotary" in extra:
+            cos, sin = caches(*extra["rotary"])
+            optional.update({7: ("cos", cos), 8: ("sin", sin)})
+        if "pos" in extra:
+            optional[9] = ("pos", np.array(extra["pos"], np.int64))
+        if "bias" in extra:
+            optional[10] = ("bias", c.f32(extra["bias"][0], extra["bias"][1], s, total, lo=-3, hi=3))
+        if extra.get("sink"):
+            optional[11] = ("sink", c.f32(n))
+        for slot in sorted(optional):
+            names += [""] * (slot - len(names)) + [optional[slot][0]]
+            inits.append(optional[slot])
+        c.add("ms_GroupQueryAttention_%s" % tag,
+              [ms_node("GroupQueryAttention", names, ["y", "present_key", "present_value"], num_heads=n,
+                       kv_num_heads=kvn, **attrs)],
+              inputs, [("y", F), ("present_key", F), ("present_value", F)], ms=True, inits=inits)
+
+
 def across_opsets(c):
     """Common operators, unchanged since 17 or earlier, in models declaring opsets 18 to 21:
     the importer and the kernels must take them at every opset ONNX Runtime does."""
@@ -614,7 +686,7 @@ def main():
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
                    contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets,
-                   rotary_family, deform_conv_family):
+                   rotary_family, deform_conv_family, gqa_family):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 

@@ -13,6 +13,7 @@
 #include "kernels/cpu/ref/misc_util.h"
 #include "kernels/cpu/ref/nn_util.h"
 #include "kernels/cpu/ref/ref_util.h"
+#include "kernels/cpu/ref/rotary.h"
 
 namespace gearbox::ref {
 namespace {
@@ -70,12 +71,8 @@ Status rotary_embedding(KernelContext& ctx) {
         const size_t at = size_t(b * batch_stride + t * seq_stride + n * head_stride);
         const double* xi = &in[at];
         double* yo = &out[at];
-        for (int64_t i = 0; i < half; ++i) {
-          const int64_t a = interleaved ? 2 * i : i, z = interleaved ? 2 * i + 1 : i + half;
-          yo[a] = xi[a] * cr[i] - xi[z] * sr[i];
-          yo[z] = xi[z] * cr[i] + xi[a] * sr[i];
-        }
-        for (int64_t i = rot; i < head; ++i) yo[i] = xi[i];
+        for (int64_t i = 0; i < head; ++i) yo[i] = xi[i];  // the part past rot passes through
+        rotate_head(yo, cr, sr, half, interleaved);
       }
     }
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
