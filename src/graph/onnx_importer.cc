@@ -127,7 +127,14 @@ Status check_stored_size(const onnx::TensorProto& tp, DType dt, const Dims& dims
     return make_error(ErrorCode::TENSOR_DATA_SIZE, "tensor '", tp.name(), "' has dims ", to_string(dims),
                       " whose size overflows; it stores ", tp.has_raw_data() ? tp.raw_data().size() : 0,
                       " bytes of raw data");
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return Status::OK();  // locate_external
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    // ONNX stores strings inline only; an external string tensor would be allocated by its dims
+    // with nothing to check them against (found by fuzz/onnx_import: 24.7 G strings).
+    if (dt == DType::String)
+      return make_error(ErrorCode::MODEL_INVALID, "tensor '", tp.name(),
+                        "' is a string tensor with external data; ONNX stores string tensors inline");
+    return Status::OK();  // locate_external
+  }
   if (tp.has_raw_data() && dt != DType::String) {
     const uint64_t want = static_cast<uint64_t>(n) * elem;
     if (tp.raw_data().size() != want)
@@ -478,7 +485,8 @@ Status check_external_locations(const onnx::GraphProto& g, const std::string& ba
 // with a 4-D weight crashes inside InferShapes (found by fuzz/onnx_import). So the declared ranks
 // of these ops' inputs (graph inputs, value_info, initializers; in subgraphs too) are checked
 // first, as ONNX defines them: input [N, C, spatial...] with at least one spatial axis, the
-// weight of the same rank, kernel_shape/strides/dilations one value per spatial axis, pads two.
+// weight of the same rank, kernel_shape/strides/dilations one positive value per spatial axis,
+// pads two.
 // (A rank that only inference would find is not checked: shape inference may still meet it.)
 Status check_conv_pool_ranks(const onnx::GraphProto& g, std::map<std::string, int> ranks, const std::string& path) {
   auto note = [&ranks](const onnx::ValueInfoProto& v) {
@@ -499,6 +507,14 @@ Status check_conv_pool_ranks(const onnx::GraphProto& g, std::map<std::string, in
     }
     auto op = kWeightInput.find(n.op_type());
     if ((n.domain() != "" && n.domain() != "ai.onnx") || op == kWeightInput.end() || n.input_size() == 0) continue;
+    // libonnx's shape inference divides by strides and dilations (a 0 stride raised SIGFPE,
+    // found by fuzz/onnx_import) and sizes by kernel_shape: each must be positive.
+    for (const auto& a : n.attribute())
+      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations")
+        for (int64_t v : a.ints())
+          if (v <= 0)
+            return make_error(ErrorCode::MODEL_INVALID, "'", path, "': node '", n.name(), "' (", n.op_type(),
+                              "): attribute ", a.name(), " holds ", v, "; each value must be positive");
     auto in = ranks.find(n.input(0));
     if (in == ranks.end()) continue;
     const int rank = in->second, spatial = rank - 2;
@@ -514,9 +530,8 @@ Status check_conv_pool_ranks(const onnx::GraphProto& g, std::map<std::string, in
         return refuse("the weight '" + n.input(op->second) + "' is rank " + std::to_string(w->second));
     }
     for (const auto& a : n.attribute()) {
-      const int want = a.name() == "pads"                                                                 ? 2 * spatial
-                       : (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations") ? spatial
-                                                                                                          : -1;
+      const bool per_axis = a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations";
+      const int want = a.name() == "pads" ? 2 * spatial : per_axis ? spatial : -1;
       if (want >= 0 && a.ints_size() != want)
         return refuse("attribute " + a.name() + " has " + std::to_string(a.ints_size()) + " values, not " +
                       std::to_string(want));

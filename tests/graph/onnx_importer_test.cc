@@ -244,6 +244,61 @@ TEST(OnnxImporter, ExternalDataIsCheckedBeforeTheTensorIsAllocated) {
   }
 }
 
+// Found by fuzz/onnx_import (inputs in fuzz/regressions/onnx_import): libonnx's pooling shape
+// inference divides by the strides (strides [0, 2] raised SIGFPE), and a string tensor marked
+// external was allocated by its dims (24.7 G strings) with no data to check them against. Both are
+// MODEL_INVALID now, before shape inference and before any allocation.
+TEST(OnnxImporter, ZeroStridesAndExternalStringsAreRefusedBeforeTheyCrash) {
+  for (const char* attr : {"strides", "dilations", "kernel_shape"}) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    auto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 3, 6, 6})
+      x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* n = g->add_node();
+    n->set_name("pool");
+    n->set_op_type("MaxPool");
+    n->add_input("x");
+    n->add_output("y");
+    for (const char* name : {"kernel_shape", "strides", "dilations"}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(std::string(name) == attr ? 0 : 2);
+      a->add_ints(2);
+    }
+    auto r = import_onnx_bytes(serialize(m), "");
+    ASSERT_FALSE(r.ok()) << attr;
+    EXPECT_EQ(r.status().code(), ErrorCode::MODEL_INVALID) << r.status().to_string();
+    EXPECT_NE(r.status().message().find(attr), std::string::npos) << r.status().to_string();
+  }
+  onnx::ModelProto m = add_relu_model();
+  auto* init = m.mutable_graph()->add_initializer();
+  init->set_name("y");
+  init->set_data_type(onnx::TensorProto::STRING);
+  init->add_dims(5888);
+  init->add_dims(4194303);
+  init->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = init->add_external_data();
+  kv->set_key("location");
+  kv->set_value("weights.bin");
+  m.mutable_graph()->mutable_input()->RemoveLast();
+  fs::path dir = temp_dir("extdata_string");  // a folder whose weights.bin exists, as the fuzzer's
+  std::ofstream(dir / "weights.bin", std::ios::binary) << std::string(64, '?');
+  auto r = import_onnx_bytes(serialize(m), dir.string());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::MODEL_INVALID) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("string"), std::string::npos) << r.status().to_string();
+}
+
 TEST(OnnxImporter, ErrorsForBadFiles) {
   EXPECT_EQ(import_onnx_file("/nonexistent/model.onnx").status().code(), ErrorCode::FILE_NOT_FOUND);
   EXPECT_EQ(import_onnx_bytes("", "").status().code(), ErrorCode::FILE_EMPTY);
