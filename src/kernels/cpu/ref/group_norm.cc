@@ -23,15 +23,7 @@ void group_norm_typed(const T* x, T* y, int64_t n, int64_t c, int64_t groups, in
   for (int64_t ng = 0; ng < n * groups; ++ng) {
     const T* xg = x + ng * span;
     T* yg = y + ng * span;
-    double s = 0;
-    for (int64_t i = 0; i < span; ++i) s += static_cast<double>(xg[i]);
-    const double mean = span > 0 ? s / static_cast<double>(span) : 0.0;
-    double q = 0;
-    for (int64_t i = 0; i < span; ++i) {
-      const double d = static_cast<double>(xg[i]) - mean;
-      q += d * d;
-    }
-    const double inv_std = 1.0 / std::sqrt((span > 0 ? q / static_cast<double>(span) : 0.0) + eps);
+    const auto [mean, inv_std] = nn::mean_and_inv_std(xg, span, eps);
     const int64_t first_channel = (ng % groups) * per_group;
     for (int64_t k = 0; k < per_group; ++k) {
       const size_t ch = static_cast<size_t>(first_channel + k);

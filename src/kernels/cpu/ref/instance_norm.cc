@@ -18,17 +18,9 @@ void instance_norm_typed(const T* x, T* y, int64_t n, int64_t c, int64_t plane, 
   for (int64_t pl = 0; pl < n * c; ++pl) {
     const T* xc = x + pl * plane;
     T* yc = y + pl * plane;
-    double s = 0;
-    for (int64_t i = 0; i < plane; ++i) s += static_cast<double>(xc[i]);
-    const double mean = plane > 0 ? s / static_cast<double>(plane) : 0.0;
-    double q = 0;
-    for (int64_t i = 0; i < plane; ++i) {
-      const double d = static_cast<double>(xc[i]) - mean;
-      q += d * d;
-    }
-    const double var = plane > 0 ? q / static_cast<double>(plane) : 0.0;
+    const auto [mean, inv_std] = nn::mean_and_inv_std(xc, plane, eps);
     const size_t ch = static_cast<size_t>(pl % c);
-    const double a = scale[ch] / std::sqrt(var + eps);
+    const double a = scale[ch] * inv_std;
     const double b = bias[ch] - mean * a;
     for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<T>(static_cast<double>(xc[i]) * a + b);
   }

@@ -20,15 +20,7 @@ void layer_norm_typed(const T* x, T* y, int64_t rows, int64_t cols, const T* sca
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    double s = 0;
-    for (int64_t i = 0; i < cols; ++i) s += static_cast<double>(xr[i]);
-    const double mean = cols > 0 ? s / static_cast<double>(cols) : 0.0;
-    double q = 0;
-    for (int64_t i = 0; i < cols; ++i) {
-      const double d = static_cast<double>(xr[i]) - mean;
-      q += d * d;
-    }
-    const double inv = 1.0 / std::sqrt((cols > 0 ? q / static_cast<double>(cols) : 0.0) + eps);
+    const auto [mean, inv] = nn::mean_and_inv_std(xr, cols, eps);
     for (int64_t i = 0; i < cols; ++i) {
       const size_t k = static_cast<size_t>(i);
       double v = (static_cast<double>(xr[i]) - mean) * inv * static_cast<double>(scale[soff[k]]);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,25 @@
 namespace gearbox::ref::nn {
 
 inline bool is_half_like(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// The population mean of x[0, n) and 1 / sqrt(variance + eps), accumulated in double in two
+// passes (the normalizations' statistics: LayerNormalization's rows, InstanceNormalization's
+// planes, GroupNormalization's groups).
+struct MeanInvStd {
+  double mean, inv_std;
+};
+template <typename T>
+MeanInvStd mean_and_inv_std(const T* x, int64_t n, double eps) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]);
+  const double mean = n > 0 ? s / static_cast<double>(n) : 0.0;
+  double q = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - mean;
+    q += d * d;
+  }
+  return {mean, 1.0 / std::sqrt((n > 0 ? q / static_cast<double>(n) : 0.0) + eps)};
+}
 
 // Converts a 16-bit float tensor to f32 (other tensors are returned unchanged).
 inline Tensor widen_to_f32(const Tensor& t) {
@@ -54,10 +74,8 @@ inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelConte
   std::vector<RuntimeValue> ins(ctx.num_inputs());
   std::vector<const RuntimeValue*> ptrs(ctx.num_inputs(), nullptr);
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (ctx.has_input(i) && ctx.input_value(i).is_tensor())
-      ins[i] = RuntimeValue(widen_to_f32(ctx.input(i)));
-    else if (ctx.has_input(i))
-      ins[i] = ctx.input_value(i);
+    if (ctx.has_input(i) && ctx.input_value(i).is_tensor()) ins[i] = RuntimeValue(widen_to_f32(ctx.input(i)));
+    else if (ctx.has_input(i)) ins[i] = ctx.input_value(i);
     ptrs[i] = &ins[i];
   }
   std::vector<RuntimeValue> outs(ctx.num_outputs());
@@ -67,10 +85,8 @@ inline Status run_widened(KernelContext& ctx, DType dt, Status (*fn)(KernelConte
   inner.set_engines(ctx.engines());
   GBX_RETURN_IF_ERROR(fn(inner));
   for (size_t i = 0; i < outs.size(); ++i) {
-    if (outs[i].is_tensor())
-      ctx.set_output(i, narrow_from_f32(outs[i].tensor(), dt));
-    else if (!outs[i].is_none())
-      ctx.set_output_value(i, std::move(outs[i]));
+    if (outs[i].is_tensor()) ctx.set_output(i, narrow_from_f32(outs[i].tensor(), dt));
+    else if (!outs[i].is_none()) ctx.set_output_value(i, std::move(outs[i]));
   }
   return Status::OK();
 }
