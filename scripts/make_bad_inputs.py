@@ -14,7 +14,8 @@ Layout of OUT_DIR:
   random.onnx                                    random bytes that are not protobuf
   tensor.onnx                                    a serialized TensorProto (valid protobuf, no graph)
   unknown_op.onnx                                node 'NoSuchOp' in the default domain
-  opset99.onnx, opset3.onnx                      Add under ai.onnx opset 99 and 3
+  opset99.onnx, opset3.onnx                      Add under ai.onnx opset 99, and under 3 with
+                                                 broadcast and an axis over inputs of unknown rank
   npy/x_3x2.npy, x_f64.npy                       wrong shape, wrong dtype for input x
   npy/extra.npy                                  a well-formed input for a name the model lacks
   npy/x_bad_header.npy, x_bad_magic.npy, x_short_data.npy   malformed .npy files
@@ -152,7 +153,13 @@ def main():
     # ---- models gearbox must refuse -------------------------------------------------------
     write(os.path.join(out, "unknown_op.onnx"), add_model(op="NoSuchOp").SerializeToString())
     write(os.path.join(out, "opset99.onnx"), add_model(opset=99).SerializeToString())
-    write(os.path.join(out, "opset3.onnx"), add_model(opset=3).SerializeToString())
+    # Add-3 with broadcast and an axis between inputs of unknown rank: the legacy form gearbox
+    # rewrites at import needs the ranks to place B (graph/legacy_opsets.h).
+    legacy = add_model(opset=3)
+    legacy.graph.node[0].attribute.extend([helper.make_attribute("broadcast", 1), helper.make_attribute("axis", 0)])
+    for v in legacy.graph.input:
+        v.type.tensor_type.ClearField("shape")
+    write(os.path.join(out, "opset3.onnx"), legacy.SerializeToString())
 
     # ---- bad inputs for the good model ----------------------------------------------------
     npy = os.path.join(out, "npy")

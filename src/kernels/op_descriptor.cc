@@ -55,6 +55,14 @@ double gemm_flops(const KernelContext& ctx, const std::vector<RuntimeValue>& out
   return 2.0 * out_elems(outs) * static_cast<double>(trans_a ? a->dim(0) : a->dim(1));
 }
 
+// GroupQueryAttention: Q.K^T and the weighted sum of V over every present key row, 2 * 2 *
+// numel(Y) * T with T the rows of present_key [B, kvN, T, H] (an upper bound: the causal mask
+// skips about half of them in a prompt).
+double gqa_flops(const KernelContext&, const std::vector<RuntimeValue>& outs) {
+  if (outs.size() < 2 || !outs[1].is_tensor() || outs[1].tensor().rank() != 4) return 0.0;
+  return 4.0 * out_elems(outs) * static_cast<double>(outs[1].tensor().dim(2));
+}
+
 // The dims of Transpose(Reshape(x, shape), perm), with Reshape's 0 (copy) and -1 (infer);
 // empty when they cannot be derived.
 std::vector<int64_t> reshaped_permuted(const Tensor& x, const Tensor* shape, const std::vector<int64_t>& perm) {
@@ -268,6 +276,8 @@ std::vector<OpDescriptor> build_table() {
       moves("Expand"),
       moves("Tile"),
       with(moves("Pad"), preprocessing),
+      with(moves("CenterCropPad"), preprocessing),
+      of("Col2Im", OpKind::DataMovement),
       moves("Constant"),
       moves("ConstantOfShape"),
       moves("Range"),
@@ -300,6 +310,7 @@ std::vector<OpDescriptor> build_table() {
       of("ConvInteger", OpKind::Contraction, conv_flops),
       of("QLinearConv", OpKind::Contraction, conv_flops),
       of("ConvTranspose", OpKind::Contraction, conv_transpose_flops),
+      of("DeformConv", OpKind::Contraction, conv_flops),
       of("MatMul", OpKind::Contraction, matmul_flops),
       of("MatMulInteger", OpKind::Contraction, matmul_flops),
       of("QLinearMatMul", OpKind::Contraction, matmul_flops),
@@ -332,6 +343,7 @@ std::vector<OpDescriptor> build_table() {
       // normalizations
       of("BatchNormalization", OpKind::Normalization),
       of("InstanceNormalization", OpKind::Normalization),
+      of("GroupNormalization", OpKind::Normalization),
       of("LayerNormalization", OpKind::Normalization),
       of("LpNormalization", OpKind::Normalization),
       of("MeanVarianceNormalization", OpKind::Normalization),
@@ -379,6 +391,7 @@ std::vector<OpDescriptor> build_table() {
       of("NonMaxSuppression", OpKind::Other),
       of("RoiAlign", OpKind::Other),
       of("GridSample", OpKind::Other),
+      of("AffineGrid", OpKind::Other),
       of("StringNormalizer", OpKind::Other),
       of("TfIdfVectorizer", OpKind::Other),
       of("Unique", OpKind::Other),
@@ -390,6 +403,14 @@ std::vector<OpDescriptor> build_table() {
       of("MelWeightMatrix", OpKind::Other),
       with(of("NegativeLogLikelihoodLoss", OpKind::Other), keeps_fp32),
       with(of("SoftmaxCrossEntropyLoss", OpKind::Other), keeps_fp32),
+      // ONNX Runtime's contrib ops that run on their own kernels (the others are rewritten at
+      // import into the ops above: graph/contrib_ops.h)
+      make("com.microsoft", "RotaryEmbedding", OpKind::Other, per_output),
+      make("com.microsoft", "GroupQueryAttention", OpKind::Contraction, gqa_flops),
+      // optimizer steps: parameters and their state stay in full precision
+      with(make("ai.onnx.preview.training", "Adagrad", OpKind::Other, per_output), keeps_fp32),
+      with(make("ai.onnx.preview.training", "Adam", OpKind::Other, per_output), keeps_fp32),
+      with(make("ai.onnx.preview.training", "Momentum", OpKind::Other, per_output), keeps_fp32),
   };
   return t;
 }
