@@ -407,6 +407,9 @@ std::vector<OpDescriptor> build_table() {
       // import into the ops above: graph/contrib_ops.h)
       make("com.microsoft", "RotaryEmbedding", OpKind::Other, per_output),
       make("com.microsoft", "GroupQueryAttention", OpKind::Contraction, gqa_flops),
+      make("com.microsoft", "QLinearConcat", OpKind::DataMovement, no_flops),
+      make("com.microsoft", "QLinearAveragePool", OpKind::Pooling, per_output),
+      make("com.microsoft", "QLinearSoftmax", OpKind::Normalization, per_output),
       // optimizer steps: parameters and their state stay in full precision
       with(make("ai.onnx.preview.training", "Adagrad", OpKind::Other, per_output), keeps_fp32),
       with(make("ai.onnx.preview.training", "Adam", OpKind::Other, per_output), keeps_fp32),

@@ -207,6 +207,31 @@ def qlinear_family(c):
               [("x", et, a)], [("y", et)],
               inits=[("sx", np.float32(0.05)), ("zx", zp(128)), ("sy", np.float32(0.04)), ("zy", zp(100))], ms=True,
               rtol=0, atol=1)
+    # QLinearConcat, QLinearAveragePool, QLinearSoftmax: each input with its own scale and zero point.
+    for zt, et, q in (("u8", U8, c.u8), ("i8", I8, c.i8)):
+        zp = (lambda v: np.uint8(v)) if zt == "u8" else (lambda v: np.int8(v - 128))
+        c.add("ms_QLinearConcat_%s" % zt,
+              [ms_node("QLinearConcat", ["sy", "zy", "a", "sa", "za", "b", "sb", "zb", "d", "sd", "zd"], ["y"], axis=1)],
+              [("a", et, q(2, 3, 4)), ("b", et, q(2, 2, 4)), ("d", et, q(2, 1, 4))], [("y", et)],
+              inits=[("sy", np.float32(0.06)), ("zy", zp(128)), ("sa", np.float32(0.05)), ("za", zp(120)),
+                     ("sb", np.float32(0.06)), ("zb", zp(128)), ("sd", np.float32(0.11)), ("zd", zp(90))], ms=True,
+              rtol=0, atol=1)
+        for tag, attrs in (("k2s2", dict(kernel_shape=[2, 2], strides=[2, 2])),
+                           ("pads_include", dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)),
+                           ("pads_exclude_ceil", dict(kernel_shape=[3, 2], pads=[1, 0, 1, 0], strides=[2, 2],
+                                                      ceil_mode=1))):
+            c.add("ms_QLinearAveragePool_%s_%s" % (tag, zt),
+                  [ms_node("QLinearAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], **attrs)],
+                  [("x", et, q(1, 3, 6, 7))], [("y", et)],
+                  inits=[("sx", np.float32(0.05)), ("zx", zp(128)), ("sy", np.float32(0.03)), ("zy", zp(118))],
+                  ms=True, rtol=0, atol=1)
+        for tag, attrs, shape in (("opset13", dict(axis=-1, opset=13), (2, 3, 10)),
+                                  ("opset11_axis1", dict(axis=1, opset=11), (2, 3, 4))):
+            c.add("ms_QLinearSoftmax_%s_%s" % (tag, zt),
+                  [ms_node("QLinearSoftmax", ["x", "sx", "zx", "sy", "zy"], ["y"], **attrs)],
+                  [("x", et, q(*shape))], [("y", et)],
+                  inits=[("sx", np.float32(0.04)), ("zx", zp(128)), ("sy", np.float32(1 / 256)),
+                         ("zy", zp(0))], ms=True, rtol=0, atol=1)
     for cl in (0, 1):
         x = c.u8(1, 4, 5, 6)
         c.add("ms_QLinearGlobalAveragePool_channels_last%d" % cl,
