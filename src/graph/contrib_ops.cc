@@ -79,10 +79,7 @@ class Rewrite {
     return passes::add_constant(g_, n_.name + "/const", Tensor::from_vector<int64_t>(v));
   }
   // x's static rank, or -1.
-  static int rank(const Value* x) {
-    return x && x->type.kind == ValueType::Kind::Tensor && x->type.shape.ranked ? static_cast<int>(x->type.shape.rank())
-                                                                                : -1;
-  }
+  static int rank(const Value* x) { return passes::static_rank(x); }
   Status unsupported(const std::string& what) const {
     return make_error(ErrorCode::OP_UNSUPPORTED, "node '", n_.name, "' (", n_.qualified_op(), "): ", what,
                       " is not supported by gearbox's rewrite of this ONNX Runtime contrib operator");

@@ -4,6 +4,7 @@
 #include "graph/legacy_opsets.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -17,22 +18,15 @@ Status unsupported(const Node& n, const std::string& what, const std::string& fi
                     " is not supported; ", fix);
 }
 
-int static_rank(const Value* v) {
-  return v && v->type.kind == ValueType::Kind::Tensor && v->type.shape.ranked ? static_cast<int>(v->type.shape.rank())
-                                                                              : -1;
-}
-
-bool has_attr(const Node& n, std::string_view name) { return n.attrs.find(name) != n.attrs.end(); }
-
 // Element-wise ops with opset-1-6 `broadcast` / `axis` (B aligned with A's dims from `axis`,
 // or with A's trailing dims when `axis` is absent). Opset 7 broadcasts as numpy does, aligning
 // trailing dims: B aligned from `axis` needs rank(A) - axis - rank(B) trailing 1s, which an
 // Unsqueeze gives it.
 Status upgrade_broadcast_binary(Graph& g, Node& n) {
   const bool broadcast = passes::attr_int(n, "broadcast", 0) != 0;
-  const bool has_axis = has_attr(n, "axis");
+  const bool has_axis = n.attrs.count("axis") > 0;
   if (broadcast && has_axis && n.inputs.size() == 2 && n.inputs[0] && n.inputs[1]) {
-    const int ra = static_rank(n.inputs[0]), rb = static_rank(n.inputs[1]);
+    const int ra = passes::static_rank(n.inputs[0]), rb = passes::static_rank(n.inputs[1]);
     if (ra < 0 || rb < 0)
       return unsupported(n, "broadcast with an axis between inputs whose ranks are not known at import",
                          "give the graph's inputs static ranks, or re-export at opset 7 or later");
@@ -71,21 +65,6 @@ Status upgrade_gemm(Graph&, Node& n) {
   return Status::OK();
 }
 
-// Whether a node of g or of its subgraphs (which read outer values directly), or g's outputs,
-// read v.
-bool has_readers(const Graph& g, const Value* v) {
-  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
-  for (const auto& other : g.nodes) {
-    if (std::find(other->inputs.begin(), other->inputs.end(), v) != other->inputs.end()) return true;
-    for (const auto& [name, a] : other->attrs) {
-      if (a.g && has_readers(*a.g, v)) return true;
-      for (const auto& sg : a.graphs)
-        if (has_readers(*sg, v)) return true;
-    }
-  }
-  return false;
-}
-
 // BatchNormalization-1..6: is_test (default 0: training), spatial (default 1), momentum,
 // epsilon. Test mode with spatial statistics is opset 9's operator; its mean, variance and
 // saved outputs must then be unused.
@@ -95,9 +74,11 @@ Status upgrade_batch_norm(Graph& g, Node& n) {
                        "export the model in eval mode (is_test = 1)");
   if (passes::attr_int(n, "spatial", 1) == 0)
     return unsupported(n, "per-activation statistics (spatial = 0)", "re-export with spatial statistics");
+  std::optional<passes::GraphIndex> index;  // who reads the extra outputs, built if there are any
   for (size_t i = 1; i < n.outputs.size(); ++i) {
     if (!n.outputs[i]) continue;
-    if (has_readers(g, n.outputs[i]))
+    if (!index) index.emplace(g);
+    if (index->num_uses(n.outputs[i]) > 0 || index->pinned(n.outputs[i]))
       return unsupported(n, "reading the running or saved statistics of a test-mode BatchNormalization",
                          "read only its output Y");
     n.outputs[i]->producer = nullptr;
@@ -111,7 +92,7 @@ Status upgrade_batch_norm(Graph& g, Node& n) {
 
 // Reshape-1..4: the target shape is the `shape` attribute; from 5 an input.
 Status upgrade_reshape(Graph& g, Node& n) {
-  if (!has_attr(n, "shape"))
+  if (!n.attrs.count("shape"))
     return make_error(ErrorCode::MODEL_INVALID, "node '", n.name, "' (Reshape, opset ", n.opset,
                       ") has no shape attribute");
   std::vector<int64_t> shape = passes::attr_ints(n, "shape");

@@ -9,7 +9,7 @@
 //     opset 9's operator; training mode and per-activation statistics are OP_UNSUPPORTED);
 //   - Reshape-1's `shape` attribute (an input from opset 5);
 //   - Pad-1's `paddings` (opset 2's `pads`);
-//   - `consumed_inputs` (opset 1's in-place hint) elsewhere, dropped.
+//   - `consumed_inputs` (opset 1's in-place hint) is dropped there and ignored by the kernels elsewhere.
 // Each rewritten node takes the opset of the form it now has.
 #pragma once
 

@@ -19,6 +19,7 @@ struct OpRow {
   std::set<std::string> engines;
   std::set<std::string> dtypes;
   bool any_dtype = false;
+  bool open_ended = false;  // a custom domain's kernel registered for every later opset
 };
 
 // "1-5, 7-21": the opsets as runs. Kernels registered to "any later" opset (plugins, custom
@@ -49,14 +50,13 @@ int print_ops_markdown() {
   // registered to 18 also serve 19-21 unless their op changed there).
   constexpr int kProbeLimit = 64;
   std::map<std::pair<std::string, std::string>, OpRow> rows;
-  std::map<std::pair<std::string, std::string>, bool> open_ended;
   for (const KernelDef& d : KernelRegistry::global().all()) {
     const std::string domain = d.domain.empty() ? "ai.onnx" : std::string(d.domain);
     OpRow& row = rows[{domain, std::string(d.op_type)}];
     const int last = d.domain.empty() ? kNewestOnnxOpset : std::min(d.end_version, kProbeLimit);
     for (int v = d.since_version; v <= last; ++v)
       if (d.serves(v)) row.opsets.insert(v);
-    if (!d.domain.empty() && d.end_version > kProbeLimit) open_ended[{domain, std::string(d.op_type)}] = true;
+    row.open_ended |= !d.domain.empty() && d.end_version > kProbeLimit;
     row.engines.insert(std::string(d.engine));
     if (d.dtypes.empty()) row.any_dtype = true;
     for (DType t : d.dtypes) row.dtypes.insert(std::string(dtype_name(t)));
@@ -78,8 +78,8 @@ int print_ops_markdown() {
     }
     std::string dtypes = joined(row.dtypes);
     if (row.any_dtype) dtypes = dtypes.empty() ? "any" : "any (" + dtypes + " on some engines)";
-    std::cout << "| " << key.second << " | " << runs(row.opsets, open_ended.count(key) > 0) << " | "
-              << joined(row.engines) << " | " << dtypes << " |\n";
+    std::cout << "| " << key.second << " | " << runs(row.opsets, row.open_ended) << " | " << joined(row.engines)
+              << " | " << dtypes << " |\n";
     ++count;
   }
   std::cout << "\n## Rewritten at import\n\nThese run as the ai.onnx and com.gearbox ops above "

@@ -164,6 +164,9 @@ def gemm_bn_reshape_pad_cases(t, rng):
                                 is_test=1, spatial=0)],
               [vi("x", F, [2, 3, 4, 4])], [vi("y", F, None)], 6, inits)
     t.refused("BatchNormalization_per_activation_refused", m, {"x": x}, ["OP_UNSUPPORTED", "bn_act", "spatial"])
+    m = model([helper.make_node("BatchNormalization", ["x", "s", "bias", "mean", "var"], ["y", "run_mean", "run_var", "saved_mean", "saved_var"], name="bn_stats", is_test=1)],
+              [vi("x", F, [2, 3, 4, 4])], [vi("y", F, None), vi("run_mean", F, None)], 6, inits)
+    t.refused("BatchNormalization_statistics_read_refused", m, {"x": x}, ["OP_UNSUPPORTED", "bn_stats", "statistics"])
 
     m = model([helper.make_node("Reshape", ["x"], ["y"], name="reshape", shape=[0, -1])],
               [vi("x", F, [2, 3, 4, 4])], [vi("y", F, None)], 1)

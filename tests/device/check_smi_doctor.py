@@ -281,8 +281,6 @@ check(rows.get("Relu", [None, None])[1] == "1-21", f"doctor --ops: Relu at every
 check(rows.get("GridSample", [None, None])[1] == "16-19", f"doctor --ops: GridSample stops at 19: {rows.get('GridSample')}")
 check(rows.get("GroupNormalization", [None, None])[1] == "18-21", f"doctor --ops: {rows.get('GroupNormalization')}")
 check("com.microsoft.FusedMatMul" in p.stdout, "doctor --ops: the contrib ops rewritten at import")
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "ops.md")) as f:
-    check(f.read() == p.stdout, "doctor --ops: docs/ops.md is what this build prints (the build writes it)")
 
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)

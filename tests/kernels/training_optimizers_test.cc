@@ -3,6 +3,8 @@
 // the refusals of inputs that do not fit.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "kernel_test_util.h"
 
 namespace gearbox::testing {
@@ -39,6 +41,22 @@ TEST(TrainingOptimizers, RefuseInputsThatDoNotFit) {
   EXPECT_EQ(code_of(m), ErrorCode::ATTRIBUTE_INVALID);
   m.attrs["mode"] = attr_string("nesterov");
   EXPECT_EQ(code_of(m), ErrorCode::OK);
+}
+
+// Without an epsilon attribute the ONNX schema's 1e-6 applies (the importer fills no defaults
+// in). With a gradient of 1e-6 it is half of Adagrad's denominator: the step halves.
+TEST(TrainingOptimizers, EpsilonDefaultsToTheSchemas) {
+  const Tensor r = Tensor::scalar<float>(0.1f), t = Tensor::scalar<int64_t>(0);
+  const Tensor x = Tensor::from_vector<float>({1}), g = Tensor::from_vector<float>({1e-6f});
+  const Tensor zero = Tensor::from_vector<float>({0});
+  auto adagrad = run_kernel(training_call("Adagrad", {r, t, x, g, zero}, 2));
+  ASSERT_TRUE(adagrad.ok()) << adagrad.status().to_string();
+  EXPECT_NEAR(adagrad.value()[0].at_double(0), 1 - 0.1 * 1e-6 / (1e-6 + 1e-6), 1e-6);  // 0.95, not 0.9
+  // Adam at T = 0 (no bias correction), alpha 0.9, beta 0.999: V = 0.1 g, H = 0.001 g^2.
+  auto adam = run_kernel(training_call("Adam", {r, t, x, g, zero, zero}, 3));
+  ASSERT_TRUE(adam.ok()) << adam.status().to_string();
+  const double v = 0.1 * 1e-6, h = 0.001 * 1e-12;
+  EXPECT_NEAR(adam.value()[0].at_double(0), 1 - 0.1 * v / (std::sqrt(h) + 1e-6), 1e-6);
 }
 
 }  // namespace

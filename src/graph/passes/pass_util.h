@@ -80,6 +80,11 @@ std::optional<std::vector<int64_t>> const_ints(const Value* v);
 bool const_near(const Value* v, double want, double rel_tol = 1e-4);
 // The tensor value type's static dims when fully known.
 std::optional<Dims> static_dims(const Value* v);
+// The tensor value's static rank, or -1 when unknown (or v is not a tensor).
+inline int static_rank(const Value* v) {
+  return v && v->type.kind == ValueType::Kind::Tensor && v->type.shape.ranked ? static_cast<int>(v->type.shape.rank())
+                                                                              : -1;
+}
 
 // The inputs the layout passes convert between layouts: X, and a convolution's residual Z
 // (input 3) when it has one; never W or B.

@@ -14,26 +14,6 @@
 namespace gearbox::ref {
 namespace {
 
-// scale/bias hold one value per channel (the opset-18 per-group ones are expanded).
-template <typename T>
-void group_norm_typed(const T* x, T* y, int64_t n, int64_t c, int64_t groups, int64_t plane,
-                      const std::vector<double>& scale, const std::vector<double>& bias, double eps) {
-  const int64_t per_group = c / groups, span = per_group * plane;
-#pragma omp parallel for schedule(static) if (n * c * plane > 65536)
-  for (int64_t ng = 0; ng < n * groups; ++ng) {
-    const T* xg = x + ng * span;
-    T* yg = y + ng * span;
-    const auto [mean, inv_std] = nn::mean_and_inv_std(xg, span, eps);
-    const int64_t first_channel = (ng % groups) * per_group;
-    for (int64_t k = 0; k < per_group; ++k) {
-      const size_t ch = static_cast<size_t>(first_channel + k);
-      const double a = scale[ch] * inv_std, b = bias[ch] - mean * a;
-      for (int64_t i = 0; i < plane; ++i)
-        yg[k * plane + i] = static_cast<T>(static_cast<double>(xg[k * plane + i]) * a + b);
-    }
-  }
-}
-
 Status group_norm(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   const Tensor& x = ctx.input(0);
@@ -70,8 +50,8 @@ Status group_norm(KernelContext& ctx) {
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
   if (dt == DType::F32)
-    group_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, groups, plane, scale, bias, eps);
-  else group_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, groups, plane, scale, bias, eps);
+    nn::normalize_channel_groups<float>(x.data<float>(), y.data<float>(), n, c, groups, plane, scale, bias, eps);
+  else nn::normalize_channel_groups<double>(x.data<double>(), y.data<double>(), n, c, groups, plane, scale, bias, eps);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

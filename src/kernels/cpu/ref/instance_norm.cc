@@ -11,21 +11,6 @@
 namespace gearbox::ref {
 namespace {
 
-template <typename T>
-void instance_norm_typed(const T* x, T* y, int64_t n, int64_t c, int64_t plane, const std::vector<double>& scale,
-                         const std::vector<double>& bias, double eps) {
-#pragma omp parallel for schedule(static) if (n * c * plane > 65536)
-  for (int64_t pl = 0; pl < n * c; ++pl) {
-    const T* xc = x + pl * plane;
-    T* yc = y + pl * plane;
-    const auto [mean, inv_std] = nn::mean_and_inv_std(xc, plane, eps);
-    const size_t ch = static_cast<size_t>(pl % c);
-    const double a = scale[ch] * inv_std;
-    const double b = bias[ch] - mean * a;
-    for (int64_t i = 0; i < plane; ++i) yc[i] = static_cast<T>(static_cast<double>(xc[i]) * a + b);
-  }
-}
-
 Status instance_norm(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
   const Tensor& x = ctx.input(0);
@@ -45,8 +30,9 @@ Status instance_norm(KernelContext& ctx) {
   const std::vector<double> scale = read_doubles(ctx.input(1)), bias = read_doubles(ctx.input(2));
   const double eps = ctx.attr_float("epsilon", 1e-5f);
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(dt, x.dims()));
-  if (dt == DType::F32) instance_norm_typed<float>(x.data<float>(), y.data<float>(), n, c, plane, scale, bias, eps);
-  else instance_norm_typed<double>(x.data<double>(), y.data<double>(), n, c, plane, scale, bias, eps);
+  if (dt == DType::F32)
+    nn::normalize_channel_groups<float>(x.data<float>(), y.data<float>(), n, c, c, plane, scale, bias, eps);
+  else nn::normalize_channel_groups<double>(x.data<double>(), y.data<double>(), n, c, c, plane, scale, bias, eps);
   ctx.set_output(0, std::move(y));
   return Status::OK();
 }

@@ -38,6 +38,29 @@ MeanInvStd mean_and_inv_std(const T* x, int64_t n, double eps) {
   return {mean, 1.0 / std::sqrt((n > 0 ? q / static_cast<double>(n) : 0.0) + eps)};
 }
 
+// y = scale[c] * (x - mean) / sqrt(var + eps) + bias[c] over an [n, c, plane] tensor whose c
+// channels form `groups` groups, each normalized by its own statistics: GroupNormalization
+// (scale and bias per channel), and InstanceNormalization, whose groups are the channels.
+template <typename T>
+void normalize_channel_groups(const T* x, T* y, int64_t n, int64_t c, int64_t groups, int64_t plane,
+                              const std::vector<double>& scale, const std::vector<double>& bias, double eps) {
+  if (groups <= 0) return;  // no channels (InstanceNormalization of C = 0): nothing to write
+  const int64_t per_group = c / groups, span = per_group * plane;
+#pragma omp parallel for schedule(static) if (n * c * plane > 65536)
+  for (int64_t ng = 0; ng < n * groups; ++ng) {
+    const T* xg = x + ng * span;
+    T* yg = y + ng * span;
+    const auto [mean, inv_std] = mean_and_inv_std(xg, span, eps);
+    const int64_t first_channel = (ng % groups) * per_group;
+    for (int64_t k = 0; k < per_group; ++k) {
+      const size_t ch = static_cast<size_t>(first_channel + k);
+      const double a = scale[ch] * inv_std, b = bias[ch] - mean * a;
+      for (int64_t i = 0; i < plane; ++i)
+        yg[k * plane + i] = static_cast<T>(static_cast<double>(xg[k * plane + i]) * a + b);
+    }
+  }
+}
+
 // Converts a 16-bit float tensor to f32 (other tensors are returned unchanged).
 inline Tensor widen_to_f32(const Tensor& t) {
   if (!is_half_like(t.dtype())) return t;

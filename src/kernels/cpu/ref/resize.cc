@@ -41,6 +41,18 @@ struct Tap {
   double w;
 };
 
+// The linear (triangle) and cubic (Keys, coefficient A) interpolation kernels at distance t.
+double linear_weight(double t) {
+  t = std::abs(t);
+  return t < 1 ? 1 - t : 0.0;
+}
+double cubic_weight(double A, double t) {
+  t = std::abs(t);
+  if (t < 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
+  if (t < 2) return (((t - 5) * t + 8) * t - 4) * A;
+  return 0.0;
+}
+
 // The taps of an antialiased linear or cubic downsampling by `scale` < 1 at source coordinate xo
 // (Resize-18's antialias): the filter is stretched by 1 / scale, so every input pixel under the
 // output pixel's footprint contributes, and the weights are normalized to sum to 1. This is
@@ -49,14 +61,7 @@ struct Tap {
 // not at all with exclude_outside. (The window holds about 4 / scale taps and the output about
 // in * scale pixels, so an axis costs about 4 * in whatever the scale.)
 std::vector<Tap> antialias_taps(const ResizeParams& p, double xo, int64_t in_len, double scale) {
-  const double A = p.cubic_a;
-  auto filter = [&](double t) {
-    t = std::abs(t);
-    if (p.mode == Mode::Linear) return t < 1 ? 1 - t : 0.0;
-    if (t < 1) return ((A + 2) * t - (A + 3)) * t * t + 1;
-    if (t < 2) return (((t - 5) * t + 8) * t - 4) * A;
-    return 0.0;
-  };
+  auto filter = [&](double t) { return p.mode == Mode::Linear ? linear_weight(t) : cubic_weight(p.cubic_a, t); };
   const double support = (p.mode == Mode::Linear ? 1.0 : 2.0) / scale;
   const double center = xo + 0.5;
   const int64_t lo = static_cast<int64_t>(std::floor(center - support + 0.5));
@@ -132,11 +137,11 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int6
   if (p.mode == Mode::Linear) {
     taps = {{base, 1 - ratio}, {base + 1, ratio}};
   } else {
-    const double A = p.cubic_a, r = ratio, s = 1 - ratio;
-    taps = {{base - 1, ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A},
-            {base, ((A + 2) * r - (A + 3)) * r * r + 1},
-            {base + 1, ((A + 2) * s - (A + 3)) * s * s + 1},
-            {base + 2, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A}};
+    const double A = p.cubic_a;
+    taps = {{base - 1, cubic_weight(A, ratio + 1)},
+            {base, cubic_weight(A, ratio)},
+            {base + 1, cubic_weight(A, 1 - ratio)},
+            {base + 2, cubic_weight(A, 2 - ratio)}};
   }
   if (p.exclude_outside) {
     double sum = 0;

@@ -62,7 +62,8 @@ Status optimizer_step(KernelContext& ctx, Rule rule) {
   const size_t outs = kinds - 1;
   GBX_ASSIGN_OR_RETURN(Step s, read_step(ctx, kinds, outs));
   const double norm = ctx.attr_float("norm_coefficient", 0.0f);
-  const double eps = ctx.attr_float("epsilon", 0.0f);
+  // ONNX's schema default (the importer does not fill defaults in: the kernel states them).
+  const double eps = ctx.attr_float("epsilon", 1e-6f);
   const double t = static_cast<double>(s.t);
   for (size_t p = 0; p < s.n; ++p) {
     const Tensor& x_in = ctx.input(2 + p);
