@@ -2,7 +2,7 @@
 // of examples/train_cnn.cc (conv-BN-ReLU-pool, a residual block of two conv-BN, linear) in
 // eval(), on one batch, the two modes alternated run by run so that the machine's noise falls
 // on both; prints one JSON object with the medians and their ratio. No test asserts it
-// (docs/frontend.md has the figure).
+// (docs/framework.md has the figure).
 //
 //   build/bench/gearbox_bench_nn_graph [BATCH] [ROUNDS]
 #include <algorithm>

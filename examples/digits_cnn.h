@@ -14,6 +14,7 @@
 
 #include "digits_accuracy.h"
 #include "gearbox/nn.hpp"
+#include "gearbox/nn_amp.hpp"
 
 namespace digits {
 
@@ -110,6 +111,10 @@ struct TrainOptions {
   double lr = 3e-3;
   double weight_decay = 1e-2;
   uint64_t shuffle_seed = 0;
+  // Mixed precision (gearbox/nn_amp.hpp): the forward pass under this level and dtype, with a
+  // dynamic loss scaler; O0 trains in float32.
+  nn::AmpLevel amp = nn::AmpLevel::O0;
+  nn::DType amp_dtype = nn::DType::BFloat16;
 };
 
 // Called after every optimizer step: epoch (0-based), step within the epoch, steps per epoch,
@@ -121,6 +126,7 @@ using StepCallback = std::function<void(int epoch, int64_t step, int64_t steps_p
 inline std::vector<double> train(nn::Module& net, const Split& data, const TrainOptions& o,
                                  const StepCallback& on_step = {}) {
   nn::AdamW opt(net.parameters(), {.lr = o.lr, .weight_decay = o.weight_decay});
+  nn::LossScaler scaler;
   const int64_t n = data.x_train.dim(0), steps = n / o.batch;  // drop_remainder
   std::mt19937_64 rng(o.shuffle_seed);
   std::vector<int64_t> perm(static_cast<size_t>(n));
@@ -133,10 +139,19 @@ inline std::vector<double> train(nn::Module& net, const Split& data, const Train
     double total = 0;
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t b = s * o.batch;
-      nn::Tensor loss = nn::cross_entropy(net(nn::slice(xe, 0, b, b + o.batch)), nn::slice(ye, 0, b, b + o.batch));
+      nn::Tensor loss;
+      {
+        nn::Autocast amp(o.amp, o.amp_dtype);
+        loss = nn::cross_entropy(net(nn::slice(xe, 0, b, b + o.batch)), nn::slice(ye, 0, b, b + o.batch));
+      }
       opt.zero_grad();
-      loss.backward();
-      opt.step();
+      if (o.amp == nn::AmpLevel::O0) {
+        loss.backward();
+        opt.step();
+      } else {
+        scaler.scale(loss).backward();
+        scaler.step(opt);
+      }
       const double l = loss.item();
       total += l;
       if (on_step) on_step(e, s, steps, l);

@@ -14,9 +14,9 @@
 //
 // Eager mode: every op runs at once (on cpu.simd / cpu.dnnl where they have the kernel, on
 // cpu.ref otherwise) and, when an input requires a gradient, records a tape node that
-// backward() walks in reverse. See docs/frontend.md. Graph mode (a function traced into the
+// backward() walks in reverse. See docs/framework.md. Graph mode (a function traced into the
 // graph engine's IR and run from a Session per input shape) and export to ONNX and .gbm are in
-// gearbox/nn_graph.hpp.
+// gearbox/nn_graph.hpp; mixed precision (autocast levels O0-O3, loss scaling) in gearbox/nn_amp.hpp.
 //
 // Errors: unlike gearbox.hpp, this API throws gbx::nn::Error (like PyTorch's C++ frontend),
 // because ops compose into expressions; the error carries gearbox's catalogue code
@@ -35,7 +35,9 @@
 
 namespace gbx::nn {
 
-enum class DType { Float32, Float64, Int64 };
+// BFloat16 and Float16 are the reduced-precision dtypes of mixed-precision training
+// (gearbox/nn_amp.hpp): storage formats whose ops compute in float32 and round once on store.
+enum class DType { Float32, Float64, Int64, BFloat16, Float16 };
 const char* dtype_name(DType t);
 
 // A failed op or call: `code` is the catalogue name ("SHAPE_MISMATCH"), what() the one-line
@@ -98,6 +100,9 @@ class Tensor {
   void backward(const Tensor& grad_output = Tensor()) const;
   // The same storage, no autodiff history, requires_grad false.
   Tensor detach() const;
+  // The values converted to `dtype` (ONNX Cast: float to bfloat16/float16 rounds to nearest
+  // even); its gradient is the output's converted back. This tensor when it already has it.
+  Tensor to(DType dtype) const;
   Tensor clone() const;  // a deep copy, no history
 
   // Operators (broadcasting like numpy).
@@ -814,7 +819,7 @@ class AdamW : public Adam {
       : Adam(std::move(groups), defaults, true) {}
 };
 
-// ---- checkpoints (docs/frontend.md, "Checkpoints") --------------------------------------
+// ---- checkpoints (docs/framework.md, "Checkpoints") --------------------------------------
 // One safetensors file (the format of Hugging Face's safetensors package: an 8-byte little-endian
 // header length, a JSON header naming each tensor's dtype, shape and byte range, a
 // "__metadata__" string map, then the raw little-endian data) holding the module's state_dict()
@@ -826,8 +831,11 @@ class AdamW : public Adam {
 // The file is replaced atomically (temporary file, fsync, rename): a crash while writing leaves
 // the previous checkpoint. FILE_WRITE_FAILED when it cannot be written; INVALID_ARGUMENT for
 // metadata keys starting with "gearbox.".
+// A mixed-precision run's LossScaler (gearbox/nn_amp.hpp) goes under "scaler.".
+class LossScaler;
 void save_checkpoint(const std::string& path, const Module& module, const Optimizer* optimizer = nullptr,
-                     const std::map<std::string, std::string>& metadata = {}, const LRScheduler* scheduler = nullptr);
+                     const std::map<std::string, std::string>& metadata = {}, const LRScheduler* scheduler = nullptr,
+                     const LossScaler* scaler = nullptr);
 // Loads a checkpoint into a freshly built module (and optimizer, scheduler, when given) and
 // returns its metadata. CHECKPOINT_INVALID: not a complete, well-formed safetensors file (or an
 // unreadable one: FILE_NOT_FOUND). CHECKPOINT_MISMATCH, naming the entry: a key the module (or
@@ -836,9 +844,9 @@ void save_checkpoint(const std::string& path, const Module& module, const Optimi
 // Everything is checked before anything is written: a failed load leaves the objects as they were.
 std::map<std::string, std::string> load_checkpoint(const std::string& path, Module& module,
                                                    Optimizer* optimizer = nullptr, bool strict = true,
-                                                   LRScheduler* scheduler = nullptr);
+                                                   LRScheduler* scheduler = nullptr, LossScaler* scaler = nullptr);
 
-// The format itself: any named tensors (float32, float64, int64) and string metadata, e.g. a
+// The format itself: any named tensors (float32, float64, int64, bfloat16, float16) and string metadata, e.g. a
 // state dict exchanged with Python (the layout the safetensors package documents). Errors as
 // save_checkpoint / load_checkpoint.
 struct SafetensorsFile {

@@ -25,7 +25,7 @@
 // training mode), drawing random numbers (dropout in training mode, Tensor::randn/uniform),
 // writing into a traced tensor (mutable_data()), a step the dispatcher does not run (a
 // collective, OP_UNSUPPORTED), and a trace inside a trace. Gradients are not traced: graph mode
-// is inference only for now (docs/frontend.md).
+// is inference only for now (docs/framework.md).
 #pragma once
 
 #include <cstddef>

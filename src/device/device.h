@@ -49,6 +49,9 @@ struct Capabilities {
   size_t memory_bytes = 0;  // RAM for the CPU, device memory for an accelerator
 
   bool has(const std::string& flag) const;
+  // Computes bf16 products: AVX512_BF16's VDPBF16PS or AMX-BF16 (what a kernel lowered to bf16
+  // needs; without it bf16 is a storage format converted to fp32).
+  bool bf16_arithmetic() const { return has("avx512_bf16") || has("amx_bf16"); }
 };
 
 // Measured peak rates; a rate the device cannot measure (no such instructions) is empty.

@@ -20,6 +20,10 @@ const char* dtype_name(DType t) {
       return "float64";
     case DType::Int64:
       return "int64";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float16:
+      return "float16";
   }
   return "?";
 }
@@ -32,6 +36,10 @@ gearbox::DType to_internal(DType t) {
       return gearbox::DType::F64;
     case DType::Int64:
       return gearbox::DType::I64;
+    case DType::BFloat16:
+      return gearbox::DType::BF16;
+    case DType::Float16:
+      return gearbox::DType::F16;
   }
   return gearbox::DType::Undefined;
 }
@@ -44,9 +52,13 @@ DType to_public(gearbox::DType t, const char* what) {
       return DType::Float64;
     case gearbox::DType::I64:
       return DType::Int64;
+    case gearbox::DType::BF16:
+      return DType::BFloat16;
+    case gearbox::DType::F16:
+      return DType::Float16;
     default:
       throw_status(gearbox::make_error(gearbox::ErrorCode::DTYPE_UNSUPPORTED, what, ": dtype ", gearbox::dtype_name(t),
-                                       " is not one of nn's float32, float64, int64"));
+                                       " is not one of nn's float32, float64, int64, bfloat16, float16"));
   }
 }
 
@@ -99,6 +111,12 @@ gearbox::Tensor filled(const std::vector<int64_t>& shape, DType dtype, const std
         break;
       case DType::Int64:
         t.data<int64_t>()[i] = static_cast<int64_t>(v);
+        break;
+      case DType::BFloat16:
+        t.data<gearbox::BFloat16>()[i] = gearbox::BFloat16(static_cast<float>(v));
+        break;
+      case DType::Float16:
+        t.data<gearbox::Half>()[i] = gearbox::Half(static_cast<float>(v));
         break;
     }
   }
@@ -192,7 +210,7 @@ Tensor& Tensor::set_requires_grad(bool on) {
     throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "set_requires_grad() on ",
                                      gearbox::describe(v),
                                      ", which an op produced: only leaves take it (detach() first)"));
-  if (on && v.dtype() != gearbox::DType::F32 && v.dtype() != gearbox::DType::F64)
+  if (on && !gearbox::is_float(v.dtype()))
     throw_status(gearbox::make_error(gearbox::ErrorCode::DTYPE_UNSUPPORTED, "set_requires_grad() on ",
                                      gearbox::describe(v), ": only float tensors have gradients"));
   impl_->requires_grad = on;

@@ -143,13 +143,6 @@ Result<std::unique_ptr<Session>> Session::create(Model model, SessionOptions opt
   return create(std::move(model), std::move(options), /*compiled=*/false);
 }
 
-namespace {
-// AVX512_BF16's VDPBF16PS or AMX-BF16 (GEARBOX_SIMULATE_MISSING_ISA hides them).
-bool has_bf16_arithmetic(const device::Capabilities& caps) {
-  return caps.has("avx512_bf16") || caps.has("amx_bf16");
-}
-}  // namespace
-
 Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions& o, bool compiled) {
   OptimizedModel out;
   GBX_ASSIGN_OR_RETURN(out.report, optimize(model, o.optimizer));
@@ -177,7 +170,7 @@ Result<OptimizedModel> optimize_and_partition(Model& model, const SessionOptions
   if (mode == PrecisionMode::ForceFp32 && !lists.empty())
     GBX_LOG_WARN("PRECISION", "--keep-dtype / --modify-mixlist have no effect under force_fp32");
   // Values are stored in bf16 only for a CPU that computes in it (compile for this machine).
-  const bool arithmetic = reduced_dtype(mode) != DType::BF16 || has_bf16_arithmetic(device::detect_cpu_capabilities());
+  const bool arithmetic = reduced_dtype(mode) != DType::BF16 || device::detect_cpu_capabilities().bf16_arithmetic();
   GBX_ASSIGN_OR_RETURN(out.precision,
                        assign_precision(model, out.partition, mode, lists, out.report.final_nodes(), arithmetic));
   if (out.precision.moved > 0) {
@@ -200,7 +193,7 @@ namespace {
 // session fails with PRECISION_ISA_MISSING when the options forbid the fallback.
 Status check_reduced_precision(const Model& model, const SessionOptions& o, KernelOptions* kernel_options) {
   const device::Capabilities caps = device::detect_cpu_capabilities();
-  kernel_options->bf16_arithmetic = has_bf16_arithmetic(caps);
+  kernel_options->bf16_arithmetic = caps.bf16_arithmetic();  // GEARBOX_SIMULATE_MISSING_ISA hides it
   const size_t bf16_nodes = count_lowered(model, DType::BF16);
   if (bf16_nodes == 0 || kernel_options->bf16_arithmetic) return Status::OK();
   const std::string simulated = caps.simulated_missing.empty() ? "" : " (GEARBOX_SIMULATE_MISSING_ISA)";

@@ -255,11 +255,11 @@ int demo(const DemoOptions& o) {
                   << "           fix: " << findings[0].fix << "\n";
       if (o.output_dir.empty())
         std::cout << "Next: gearbox demo --output-dir DIR keeps the .onnx and .gbm; gearbox profile MODEL "
-                     "--random-inputs --output-dir prof/ (docs/frontend.md, docs/cli.md)\n";
+                     "--random-inputs --output-dir prof/ (docs/framework.md, docs/cli.md)\n";
       else
         std::cout << fmt::format(
             "Next: gearbox run {} --random-inputs; gearbox profile {} --random-inputs "
-            "--output-dir prof/ (docs/frontend.md, docs/cli.md)\n",
+            "--output-dir prof/ (docs/framework.md, docs/cli.md)\n",
             gbm_path, onnx_path);
     }
     if (same != n_test)

@@ -358,7 +358,7 @@ int train(const TrainOptions& o) {
 void add_train_command(CLI::App& app, std::function<int()>* action) {
   auto o = std::make_shared<TrainOptions>();
   auto* sub =
-      app.add_subcommand("train", "Fine-tune an ONNX model's float initializers on .npy data (docs/frontend.md)");
+      app.add_subcommand("train", "Fine-tune an ONNX model's float initializers on .npy data (docs/framework.md)");
   sub->add_option("model", o->model, "The .onnx model")->required();
   sub->add_option("--data", o->data, "Folder with one NAME.npy per model input (samples on axis 0) and labels.npy")
       ->required();

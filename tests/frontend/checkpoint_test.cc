@@ -289,7 +289,7 @@ TEST(CheckpointFile, HandWrittenFilesAreValidatedPrecisely) {
       {"gap", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})"},
       {"not covering", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})"},
       {"unknown dtype", R"({"a":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})"},
-      {"dtype nn cannot hold", R"({"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})"},
+      {"dtype nn cannot hold", R"({"a":{"dtype":"I16","shape":[4],"data_offsets":[0,8]}})"},
       {"dtype not a string", R"({"a":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})"},
       {"shape vs bytes", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"},
       {"negative dim", R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})"},

@@ -7,6 +7,7 @@ frontend.torch_reference fixture, into the build tree; nothing here is committed
   cnn/init_<name>.npy, <optimizer>_losses.npy, <optimizer>_final_<name>.npy (the digits CNN)
   rnn/<case>/param_<name>.npy, in_<x|h0|c0>.npy, <out|h_n|c_n>.npy, grad_*.npy : LSTM/GRU, float32
   rnn_training/<lstm|gru>/init_<name>.npy, losses.npy, final_<name>.npy (the digits RNNs)
+  amp/losses.npy, grad0_<param>.npy, final_<param>.npy : the digits MLP under bf16 autocast
 """
 import argparse
 import os
@@ -415,6 +416,45 @@ def write_rnn_training(out):
         train_and_save(net, opt, x, y, RNN_STEPS, f"{d}/")
 
 
+def write_amp(out):
+    """amp/: the digits MLP (mlp/init_*.npy) trained for AMP_STEPS SGD-momentum steps under CPU
+    autocast in bfloat16 (Linear in bf16, ReLU following it; the loss on the logits in float32,
+    as gearbox's O1 keeps losses), with a static loss scale of 2^10 and torch's unscale-before-step:
+    losses.npy, the first step's gradients grad0_<param>.npy (float32 master weights) and
+    final_<param>.npy."""
+    d = os.path.join(out, "amp")
+    x = torch.tensor(np.load(os.path.join(out, "mlp", "x.npy")))
+    y = torch.tensor(np.load(os.path.join(out, "mlp", "y.npy")))
+    net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    net.load_state_dict({k: torch.tensor(np.load(os.path.join(out, "mlp", f"init_{k}.npy")))
+                         for k in net.state_dict()})
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    scale = 1024.0
+    batches = x.shape[0] // BATCH
+    losses = []
+    for s in range(AMP_STEPS):
+        b = (s % batches) * BATCH
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = net(x[b:b + BATCH])
+        assert logits.dtype == torch.bfloat16
+        loss = F.cross_entropy(logits.float(), y[b:b + BATCH])
+        opt.zero_grad()
+        (loss * scale).backward()
+        for p in net.parameters():
+            p.grad.mul_(1.0 / scale)
+        if s == 0:
+            for k, p in net.named_parameters():
+                save(f"{d}/grad0_{k}.npy", p.grad.numpy())
+        opt.step()
+        losses.append(loss.item())
+    save(f"{d}/losses.npy", np.array(losses, dtype=np.float64))
+    for k, v in net.state_dict().items():
+        save(f"{d}/final_{k}.npy", v.numpy())
+
+
+AMP_STEPS = 100
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("out_dir")
@@ -422,6 +462,7 @@ def main():
     torch.set_num_threads(1)
     write_ops(args.out_dir)
     write_mlp(args.out_dir)
+    write_amp(args.out_dir)
     write_cnn(args.out_dir)
     write_schedulers(args.out_dir)
     write_attention(args.out_dir)

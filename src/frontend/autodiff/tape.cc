@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "frontend/amp/autocast.h"
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
@@ -35,8 +36,10 @@ void record(std::shared_ptr<TapeNode> node, const std::vector<Tensor>& inputs, s
 
 }  // namespace
 
-std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs,
-                          size_t num_outputs) {
+namespace {
+
+std::vector<Tensor> apply_as_given(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs,
+                                   size_t num_outputs) {
   std::vector<gearbox::Tensor> values;
   values.reserve(inputs.size());
   bool needs_grad = false;
@@ -54,6 +57,27 @@ std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, g
   node->attrs = std::move(attrs);
   record(std::move(node), inputs, result);
   return result;
+}
+
+bool is_no_kernel_error(const Error& e) { return e.code() == "OP_UNSUPPORTED" || e.code() == "DTYPE_UNSUPPORTED"; }
+
+}  // namespace
+
+std::vector<Tensor> apply(const OpSpec& op, const std::vector<Tensor>& inputs, gearbox::AttributeMap attrs,
+                          size_t num_outputs) {
+  // Autocast (gearbox/nn_amp.hpp): the op's float inputs in the dtype its level gives it, with
+  // the casts on the tape; an op without a kernel for the reduced dtype runs in float32.
+  const std::optional<DType> target = amp::autocast_target(op, inputs);
+  if (!target) return apply_as_given(op, inputs, std::move(attrs), num_outputs);
+  if (*target == DType::Float32)
+    return apply_as_given(op, amp::cast_float_inputs(inputs, *target), std::move(attrs), num_outputs);
+  try {
+    return apply_as_given(op, amp::cast_float_inputs(inputs, *target), attrs, num_outputs);
+  } catch (const Error& e) {
+    if (!is_no_kernel_error(e)) throw;
+    amp::note_no_reduced_kernel(op, *target);
+  }
+  return apply_as_given(op, amp::cast_float_inputs(inputs, DType::Float32), std::move(attrs), num_outputs);
 }
 
 std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,
@@ -149,7 +173,8 @@ void Tensor::backward(const Tensor& grad_output) const {
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "backward(): grad_output is ", seed.describe(),
                                      " but the tensor is ", gearbox::describe(v)));
   }
-  NoGradGuard no_grad;    // the backward ops themselves are not recorded
+  NoGradGuard no_grad;  // the backward ops themselves are not recorded
+  amp::AutocastSuspended no_autocast;  // and run in their forward ops' dtypes
   if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
     impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;
     if (!impl_->post_accumulate_grad_hooks.empty()) run_post_accumulate_grad_hooks(*impl_);

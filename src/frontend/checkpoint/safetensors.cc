@@ -26,11 +26,15 @@ const char* format_name(DType t) {
       return "F64";
     case DType::Int64:
       return "I64";
+    case DType::BFloat16:
+      return "BF16";
+    case DType::Float16:
+      return "F16";
   }
   return "?";
 }
 
-size_t element_size(DType t) { return t == DType::Float32 ? 4 : 8; }
+size_t element_size(DType t) { return gearbox::dtype_size(to_internal(t)); }
 
 template <typename... Args>
 [[noreturn]] void invalid(const Args&... args) {
@@ -41,11 +45,14 @@ DType parse_dtype(const std::string& name, const std::string& tensor) {
   if (name == "F32") return DType::Float32;
   if (name == "F64") return DType::Float64;
   if (name == "I64") return DType::Int64;
-  static const char* const kOtherFormatDtypes[] = {"BOOL", "U8",  "I8",  "U16", "I16",     "F16",
-                                                   "BF16", "U32", "I32", "U64", "F8_E4M3", "F8_E5M2"};
+  if (name == "BF16") return DType::BFloat16;
+  if (name == "F16") return DType::Float16;
+  static const char* const kOtherFormatDtypes[] = {"BOOL", "U8",  "I8",  "U16",     "I16",
+                                                   "U32",  "I32", "U64", "F8_E4M3", "F8_E5M2"};
   for (const char* other : kOtherFormatDtypes)
     if (name == other)
-      invalid("tensor '", tensor, "' has dtype ", name, ", which nn tensors cannot hold (F32, F64, I64 only)");
+      invalid("tensor '", tensor, "' has dtype ", name,
+              ", which nn tensors cannot hold (F32, F64, I64, BF16, F16 only)");
   invalid("tensor '", tensor, "' has an unknown dtype '", name.substr(0, 32), "'");
 }
 

@@ -7,6 +7,7 @@
 #include "frontend/graph/trace_hook.h"
 #include "frontend/graph/tracer.h"
 #include "frontend/tensor_impl.h"
+#include "gearbox/nn_amp.hpp"
 #include "runtime/session.h"
 
 namespace gbx::nn {
@@ -33,6 +34,8 @@ std::string signature_of(const std::vector<Tensor>& inputs, const Module* module
   for (const Tensor& t : inputs) sig += gearbox::describe(value_of(t, "GraphFunction: an input")) + ";";
   // A module traces differently in train() and eval() (dropout, batch statistics).
   if (module) sig += module->is_training() ? "train" : "eval";
+  // And under each autocast level and dtype (the traced graph holds its casts).
+  if (autocast_level() != AmpLevel::O0) sig += std::string(";amp ") + amp_level_name(autocast_level()) + " " + dtype_name(autocast_dtype());
   return sig;
 }
 

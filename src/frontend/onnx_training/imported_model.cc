@@ -180,7 +180,7 @@ ImportedModel ImportedModel::load(const std::string& path, const std::string& ou
     if (!GradientRegistry::global().find(n.domain == "ai.onnx" ? "" : n.domain, n.op_type))
       throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " lies between a trained initializer and ",
                               "the loss output '", m.output_name_, "', and gearbox has no gradient for ",
-                              n.qualified_op(), " (autodiff/gradients/; docs/frontend.md lists the ops with one). ",
+                              n.qualified_op(), " (autodiff/gradients/; docs/framework.md lists the ops with one). ",
                               "Train a model without it, or take the loss on an output before it (--output)"));
   }
 

@@ -17,13 +17,13 @@ Tensor dropout(const Tensor& x, double p, bool training) {
                        "call eval() on the module (or pass training = false) before tracing");
   std::bernoulli_distribution keep(1.0 - p);
   const double scale = 1.0 / (1.0 - p);
-  // The mask in x's dtype (float32 or float64), so Mul needs no cast.
+  // The mask in x's dtype, so Mul needs no cast (drawn in float64 for a float64 x, else in float32).
   auto draw = [&](auto zero) {
     std::vector<decltype(zero)> mask(static_cast<size_t>(x.numel()));
     for (auto& m : mask) m = keep(generator()) ? static_cast<decltype(zero)>(scale) : zero;
     return Tensor::from_vector(mask, x.shape());
   };
-  return mul(x, x.dtype() == DType::Float32 ? draw(0.f) : draw(0.0));
+  return mul(x, x.dtype() == DType::Float64 ? draw(0.0) : draw(0.f).to(x.dtype()));
 }
 
 }  // namespace gbx::nn

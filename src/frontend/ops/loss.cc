@@ -1,4 +1,5 @@
 // Losses, composed of the ops above (so their gradients come from those ops' builders).
+#include "frontend/amp/autocast.h"
 #include "frontend/ops/internal.h"
 
 namespace gbx::nn {
@@ -33,9 +34,7 @@ std::pair<Tensor, int64_t> target_weights(const char* loss, const Tensor& like, 
     for (int64_t j = 0; j < c; ++j) w[i * c + j] = smoothing / double(c);
     w[i * c + ids[i]] += 1.0 - smoothing;
   }
-  Tensor weights = Tensor::from_vector(w, {n, c});
-  if (like.dtype() == DType::Float32) weights = Tensor::from_vector(weights.to_float_vector(), {n, c});
-  return {weights, counted};
+  return {Tensor::from_vector(w, {n, c}).to(like.dtype()), counted};
 }
 
 // -sum(log_probs * w) / counted; 0 rows counted gives NaN, as torch's mean over no rows does.
@@ -45,18 +44,26 @@ Tensor weighted_nll(const Tensor& log_probs, const std::pair<Tensor, int64_t>& w
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options) {
+// Each loss opens an amp::Float32Region: under O1 and O2 it computes in float32.
+
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, const CrossEntropyOptions& options) {
+  amp::Float32Region fp32;
+  const Tensor logits = fp32.input(logits_in);
   auto w = target_weights("cross_entropy", logits, targets, options.ignore_index, options.label_smoothing);
   return weighted_nll(log_softmax(logits, 1), w);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) { return cross_entropy(logits, targets, {}); }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, int64_t ignore_index) {
+Tensor nll_loss(const Tensor& log_probs_in, const Tensor& targets, int64_t ignore_index) {
+  amp::Float32Region fp32;
+  const Tensor log_probs = fp32.input(log_probs_in);
   return weighted_nll(log_probs, target_weights("nll_loss", log_probs, targets, ignore_index, 0.0));
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in) {
+  amp::Float32Region fp32;
+  const Tensor input = fp32.input(input_in), target = fp32.input(target_in);
   if (input.shape() != target.shape())
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "mse_loss: input ", input.describe(),
                                      " and target ", target.describe(), " differ in shape"));
@@ -64,7 +71,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   return mean(mul(d, d));
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target) {
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in) {
+  amp::Float32Region fp32;
+  const Tensor input = fp32.input(input_in), target = fp32.input(target_in);
   if (input.shape() != target.shape())
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "l1_loss: input ", input.describe(),
                                      " and target ", target.describe(), " differ in shape"));
@@ -73,7 +82,10 @@ Tensor l1_loss(const Tensor& input, const Tensor& target) {
   return mean(add(relu(d), relu(neg(d))));
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target, const Tensor& pos_weight) {
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in,
+                                        const Tensor& pos_weight_in) {
+  amp::Float32Region fp32;
+  const Tensor logits = fp32.input(logits_in), target = fp32.input(target_in), pos_weight = fp32.input(pos_weight_in);
   if (logits.shape() != target.shape())
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "binary_cross_entropy_with_logits: logits ",
                                      logits.describe(), " and target ", target.describe(), " differ in shape"));

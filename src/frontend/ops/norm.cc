@@ -2,6 +2,7 @@
 // layer_norm (LayerNormalization-17), with torch's running-statistics convention.
 #include <cmath>
 
+#include "frontend/amp/autocast.h"
 #include "frontend/graph/trace_hook.h"
 #include "frontend/ops/internal.h"
 
@@ -14,8 +15,14 @@ Tensor filled(const Tensor& x, std::vector<int64_t> shape, double v) {
   return Tensor::full(std::move(shape), v, x.dtype());
 }
 
+// Whether a parameter's dtype fits x's: the same, or any float dtype under autocast (which
+// gives the op one dtype: gearbox/nn_amp.hpp).
+bool dtype_fits(const Tensor& t, const Tensor& x) {
+  return t.dtype() == x.dtype() || (autocast_level() != AmpLevel::O0 && t.dtype() != DType::Int64);
+}
+
 void check_channel_vector(const Tensor& t, int64_t c, const Tensor& x, const char* what) {
-  if (t.defined() && (t.rank() != 1 || t.dim(0) != c || t.dtype() != x.dtype()))
+  if (t.defined() && (t.rank() != 1 || t.dim(0) != c || !dtype_fits(t, x)))
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "batch_norm: ", what, " ", t.describe(),
                                      " must be ", dtype_name(x.dtype()), "[", c, "] (C of input ", x.describe(), ")"));
 }
@@ -86,7 +93,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
   bool ok = x.defined() && x.dtype() != DType::Int64 && k >= 1 && x.rank() >= k;
   for (size_t i = 0; ok && i < k; ++i) ok = x.dim(x.rank() - k + i) == normalized_shape[i];
   for (const Tensor* t : {&weight, &bias})
-    ok = ok && (!t->defined() || (t->shape() == normalized_shape && t->dtype() == x.dtype()));
+    ok = ok && (!t->defined() || (t->shape() == normalized_shape && dtype_fits(*t, x)));
   if (!ok)
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "layer_norm: input ", x.describe(),
                                      ", weight ", weight.describe(), ", bias ", bias.describe(),

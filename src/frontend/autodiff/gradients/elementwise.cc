@@ -28,6 +28,13 @@ void register_elementwise_gradients(GradientRegistry& r) {
     return {sum_to(div(g[0], in(n, 1)), in(n, 0).shape()),
             sum_to(neg(div(mul(g[0], out(n)), in(n, 1))), in(n, 1).shape())};
   });
+  // A conversion's gradient is the output's converted back (autocast's float32 master weights get
+  // float32 gradients); an integer input takes none.
+  r.add("", "Cast", [](const TapeNode& n, const Grads& g) -> Grads {
+    const Tensor& x = in(n, 0);
+    if (!gearbox::is_float(x.impl()->value.dtype())) return {Tensor()};
+    return {g[0].to(x.dtype())};
+  });
   r.add("", "Neg", [](const TapeNode&, const Grads& g) -> Grads { return {neg(g[0])}; });
   r.add("", "Exp", [](const TapeNode& n, const Grads& g) -> Grads { return {mul(g[0], out(n))}; });
   r.add("", "Log", [](const TapeNode& n, const Grads& g) -> Grads { return {div(g[0], in(n, 0))}; });

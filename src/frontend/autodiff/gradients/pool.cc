@@ -37,8 +37,7 @@ Tensor divisors(const TapeNode& n, const Tensor& x, const Tensor& y) {
       };
       div[static_cast<size_t>(i * wo + j)] = static_cast<double>(extent(i, 0, include_pad) * extent(j, 1, include_pad));
     }
-  Tensor t = Tensor::from_vector(div, {1, 1, ho, wo});
-  return x.dtype() == DType::Float32 ? Tensor::from_vector(t.to_float_vector(), {1, 1, ho, wo}) : t;
+  return Tensor::from_vector(div, {1, 1, ho, wo}).to(x.dtype());
 }
 }  // namespace
 
