@@ -17,6 +17,7 @@
 #include "base/npy.h"
 #include "frontend/onnx_training/imported_model.h"
 #include "frontend/tensor_impl.h"
+#include "gearbox/nn_amp.hpp"
 #include "tools/commands.h"
 #include "tools/progress_display.h"
 
@@ -43,6 +44,27 @@ struct TrainOptions {
   std::string tuned;
   bool json = false;
 };
+
+// --precision-mode: the autocast level and reduced dtype (gearbox/nn_amp.hpp). CANN's names as
+// compile takes them where they mean the same for training -- allow_mix_precision_X is O1 (white
+// ops reduced, gray ones following their inputs, black ones and the loss float32), force_X is O3
+// -- and MindSpore's levels spelled O1_bf16 ... O3_fp16; fp32 / force_fp32 / O0 train in float32.
+struct AmpMode {
+  nn::AmpLevel level = nn::AmpLevel::O0;
+  nn::DType dtype = nn::DType::BFloat16;
+};
+
+std::optional<AmpMode> parse_amp_mode(const std::string& mode) {
+  if (mode == "fp32" || mode == "force_fp32" || mode == "O0") return AmpMode{};
+  for (const auto& [suffix, dtype] : {std::pair{"bf16", nn::DType::BFloat16}, std::pair{"fp16", nn::DType::Float16}}) {
+    const std::string sfx = suffix;
+    if (mode == "allow_mix_precision_" + sfx) return AmpMode{nn::AmpLevel::O1, dtype};
+    if (mode == "force_" + sfx) return AmpMode{nn::AmpLevel::O3, dtype};
+    for (nn::AmpLevel level : {nn::AmpLevel::O1, nn::AmpLevel::O2, nn::AmpLevel::O3})
+      if (mode == std::string(nn::amp_level_name(level)) + "_" + sfx) return AmpMode{level, dtype};
+  }
+  return std::nullopt;
+}
 
 // nn::Error (the frontend's exception) as the Status every command reports.
 Status to_status(const nn::Error& e) {
@@ -227,10 +249,11 @@ std::unique_ptr<nn::Optimizer> make_optimizer(const TrainOptions& o, std::vector
 }
 
 int train(const TrainOptions& o) {
-  if (o.precision_mode != "fp32")
+  const std::optional<AmpMode> amp = parse_amp_mode(o.precision_mode);
+  if (!amp)
     return report(make_error(ErrorCode::USAGE, "--precision-mode ", o.precision_mode,
-                             ": gearbox train supports fp32 only (not supported yet: mixed precision training of ",
-                             "imported models); leave --precision-mode out or give fp32"));
+                             ": expected fp32, allow_mix_precision_bf16|fp16, force_bf16|fp16, or a level "
+                             "O1|O2|O3 with _bf16 or _fp16 (docs/framework.md, \"Mixed precision\")"));
   if (!(o.lr > 0)) return report(make_error(ErrorCode::USAGE, "--lr must be > 0, not ", o.lr));
   if (o.momentum != 0 && o.optimizer != "sgd")
     return report(make_error(ErrorCode::USAGE, "--momentum is SGD's; ", o.optimizer,
@@ -254,6 +277,7 @@ int train(const TrainOptions& o) {
     // The last batch of an epoch keeps the remainder (torch's DataLoader default, drop_last=False).
     const int64_t per_epoch = (n + o.batch - 1) / o.batch;
     StepReport shown(o.epochs, per_epoch);
+    nn::LossScaler scaler;  // dynamic; only used under a reduced precision
     Shuffler shuffler(o.seed);
     std::vector<int64_t> order(static_cast<size_t>(n));
     int64_t step = 0;
@@ -269,6 +293,9 @@ int train(const TrainOptions& o) {
         std::map<std::string, nn::Tensor> feeds;
         for (const auto& [name, t] : ds->inputs) feeds[name] = gather_rows(t, idx);
         nn::Tensor target = gather_rows(ds->labels, idx);
+        // The forward pass and the loss under the precision mode; the loss itself is float32
+        // (below O3), as are the master weights the optimizer updates.
+        nn::Autocast autocast(amp->level, amp->dtype);
         nn::Tensor out = model.forward(feeds);
         nn::Tensor loss;
         if (int_labels) {
@@ -290,8 +317,13 @@ int train(const TrainOptions& o) {
           loss = nn::mse_loss(out, target);
         }
         opt->zero_grad();
-        loss.backward();
-        opt->step();
+        if (amp->level == nn::AmpLevel::O0) {
+          loss.backward();
+          opt->step();
+        } else {
+          scaler.scale(loss).backward();
+          scaler.step(*opt);
+        }
         ++step;
         final_loss = loss.item();
         epoch_sum += final_loss * static_cast<double>(idx.size());
@@ -335,7 +367,10 @@ int train(const TrainOptions& o) {
                        {"samples_per_s", samples_per_s},
                        {"parameters", params},
                        {"parameter_count", numel},
-                       {"frozen", frozen}};
+                       {"frozen", frozen},
+                       {"precision_mode", o.precision_mode},
+                       {"skipped_steps", scaler.skipped_steps()},
+                       {"loss_scale", amp->level == nn::AmpLevel::O0 ? 1.0 : scaler.scale_value()}};
       std::cout << j.dump() << "\n";
     } else {
       std::cout << fmt::format(
@@ -376,7 +411,9 @@ void add_train_command(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--no-shuffle", o->no_shuffle, "Take the samples in file order every epoch");
   sub->add_option("--momentum", o->momentum, "SGD momentum (default 0)");
   sub->add_option("--weight-decay", o->weight_decay, "Weight decay (default 0; adamw 0.01)");
-  sub->add_option("--precision-mode", o->precision_mode, "fp32 (the only mode supported yet)");
+  sub->add_option("--precision-mode", o->precision_mode,
+                  "fp32 (default); mixed precision with a dynamic loss scaler: allow_mix_precision_bf16|fp16 "
+                  "(O1), force_bf16|fp16 (O3), or O1|O2|O3 with _bf16 or _fp16");
   sub->add_option("-o,--tuned", o->tuned, "The tuned .onnx to write (the same graph, trained initializers)")
       ->required();
   sub->add_flag("--json", o->json, "Print one JSON object on stdout at the end");

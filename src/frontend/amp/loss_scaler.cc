@@ -2,6 +2,7 @@
 // skip-and-back-off / grow rule, and its state for checkpoints.
 #include <cmath>
 
+#include "frontend/amp/autocast.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn_amp.hpp"
 
@@ -28,6 +29,7 @@ LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(op
 }
 
 Tensor LossScaler::scale(const Tensor& loss) const {
+  amp::AutocastSuspended float32;  // the product stays float32 whatever Autocast is alive
   const Tensor l = loss.to(DType::Float32);
   return mul(l, Tensor::scalar(scale_, DType::Float32));
 }
