@@ -111,7 +111,7 @@ class LossScaler {
   int64_t growth_tracker_ = 0;
   int64_t steps_ = 0;
   int64_t skipped_steps_ = 0;
-  bool unscaled_ = false;       // unscale() ran for the coming step
+  bool unscaled_ = false;        // unscale() ran for the coming step
   bool found_overflow_ = false;  // what it found
 };
 

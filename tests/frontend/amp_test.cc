@@ -42,17 +42,23 @@ float round_to_bf16(float f) {
 TEST(Amp, ToBfloat16RoundsToNearestEvenAndTheGradientComesBackInFloat32) {
   const float one = 1.0f, ulp = std::ldexp(1.0f, -7);  // bf16 keeps 7 fraction bits
   // Ties go to even both ways, above and below a tie round to nearest.
-  std::vector<float> xs = {one + ulp / 2, one + 3 * ulp / 2, one + ulp / 2 + ulp / 64, one + ulp / 2 - ulp / 64,
-                           -3.14159265f, 1e-20f,          65504.0f,                  -0.0f};
+  std::vector<float> xs = {one + ulp / 2,
+                           one + 3 * ulp / 2,
+                           one + ulp / 2 + ulp / 64,
+                           one + ulp / 2 - ulp / 64,
+                           -3.14159265f,
+                           1e-20f,
+                           65504.0f,
+                           -0.0f};
   Tensor x = Tensor::from_vector(xs).set_requires_grad();
   Tensor h = x.to(DType::BFloat16);
   ASSERT_EQ(h.dtype(), DType::BFloat16);
   std::vector<float> got = h.to_float_vector();
   for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ(got[i], round_to_bf16(xs[i])) << "x = " << xs[i];
-  EXPECT_EQ(got[0], one);              // tie to even (down)
-  EXPECT_EQ(got[1], one + 2 * ulp);    // tie to even (up)
-  EXPECT_EQ(got[2], one + ulp);        // above the tie
-  EXPECT_EQ(got[3], one);              // below it
+  EXPECT_EQ(got[0], one);            // tie to even (down)
+  EXPECT_EQ(got[1], one + 2 * ulp);  // tie to even (up)
+  EXPECT_EQ(got[2], one + ulp);      // above the tie
+  EXPECT_EQ(got[3], one);            // below it
 
   // d/dx sum(bf16(x) * c) = c: through Mul and ReduceSum in bfloat16, then Cast's gradient.
   std::vector<float> cs = {0.5f, -2.0f, 3.0f, 0.25f, 1.0f, -1.0f, 0.125f, 4.0f};
@@ -74,10 +80,10 @@ TEST(Amp, EachLevelGivesEachOpTheDtypeOfItsList) {
   {
     Autocast amp(AmpLevel::O1, DType::BFloat16);
     Tensor y = linear(x, w, b);
-    EXPECT_EQ(y.dtype(), DType::BFloat16);                // white: Gemm
-    EXPECT_EQ(relu(y).dtype(), DType::BFloat16);          // gray: follows its input
-    EXPECT_EQ(relu(x).dtype(), DType::Float32);           // ... also when that is float32
-    EXPECT_EQ(softmax(y, 1).dtype(), DType::Float32);     // black
+    EXPECT_EQ(y.dtype(), DType::BFloat16);                             // white: Gemm
+    EXPECT_EQ(relu(y).dtype(), DType::BFloat16);                       // gray: follows its input
+    EXPECT_EQ(relu(x).dtype(), DType::Float32);                        // ... also when that is float32
+    EXPECT_EQ(softmax(y, 1).dtype(), DType::Float32);                  // black
     EXPECT_EQ(add(y, Tensor::randn({4, 5})).dtype(), DType::Float32);  // gray, mixed: promoted
     EXPECT_EQ(cross_entropy(y, Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3})).dtype(), DType::Float32);
     EXPECT_EQ(autocast_level(), AmpLevel::O1);
@@ -229,9 +235,10 @@ TEST(Frontend, AmpO1Bf16TrainsLikeTorchAutocast) {
     if (s < 20) worst_early = std::max(worst_early, rel);
     worst = std::max(worst, rel);
   }
-  std::printf("[ INFO     ] O1 bf16 MLP vs torch autocast: worst relative loss difference %.2e (first 20 steps), "
-              "%.2e (%zu steps)\n",
-              worst_early, worst, want.size());
+  std::printf(
+      "[ INFO     ] O1 bf16 MLP vs torch autocast: worst relative loss difference %.2e (first 20 steps), "
+      "%.2e (%zu steps)\n",
+      worst_early, worst, want.size());
   EXPECT_LE(worst_early, 5e-3);
   EXPECT_LE(worst, 5e-2);
   EXPECT_LT(want.back(), 0.5 * want.front()) << "the reference run did not train";
@@ -249,18 +256,18 @@ TEST(LossScaler, FollowsAScriptedOverflowScenarioExactly) {
   };
   const std::vector<float> ok = {1.0f, -2.0f};
   const std::vector<Step> script = {
-      {ok, true, 1024},                                    // 1 finite
-      {ok, true, 1024},                                    // 2
-      {ok, true, 2048},                                    // 3: grows
-      {{float(inf), 1.0f}, false, 1024},                   // overflow: skipped, backs off
-      {ok, true, 1024},                                    // 1
-      {ok, true, 1024},                                    // 2
-      {{1.0f, float(nan)}, false, 512},                    // NaN: skipped, backs off, tracker reset
-      {{float(-inf), float(inf)}, false, 256},             // again
-      {ok, true, 256},                                     // 1
-      {ok, true, 256},                                     // 2
-      {ok, true, 512},                                     // 3: grows
-      {ok, true, 512},                                     // 1
+      {ok, true, 1024},                         // 1 finite
+      {ok, true, 1024},                         // 2
+      {ok, true, 2048},                         // 3: grows
+      {{float(inf), 1.0f}, false, 1024},        // overflow: skipped, backs off
+      {ok, true, 1024},                         // 1
+      {ok, true, 1024},                         // 2
+      {{1.0f, float(nan)}, false, 512},         // NaN: skipped, backs off, tracker reset
+      {{float(-inf), float(inf)}, false, 256},  // again
+      {ok, true, 256},                          // 1
+      {ok, true, 256},                          // 2
+      {ok, true, 512},                          // 3: grows
+      {ok, true, 512},                          // 1
   };
   Tensor w = Tensor::from_vector(std::vector<float>{0.5f, 0.25f}).set_requires_grad();
   Adam opt({w}, {.lr = 0.1});

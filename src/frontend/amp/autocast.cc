@@ -39,10 +39,9 @@ const char* amp_level_name(AmpLevel level) {
 }
 
 AmpLevel parse_amp_level(std::string_view name) {
-  for (AmpLevel l : {AmpLevel::O0, AmpLevel::O1, AmpLevel::O2, AmpLevel::O3}) {
-    const std::string_view n = amp_level_name(l);
-    if (name.size() == 2 && (name[0] == 'O' || name[0] == 'o') && name[1] == n[1]) return l;
-  }
+  // The enumerators are O0..O3 in order.
+  if (name.size() == 2 && (name[0] == 'O' || name[0] == 'o') && name[1] >= '0' && name[1] <= '3')
+    return static_cast<AmpLevel>(name[1] - '0');
   throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "amp level '", name.substr(0, 32),
                                    "': expected O0 (float32), O1 (contractions reduced), O2 (all but the "
                                    "normalizations, softmax, reductions and losses) or O3 (all)"));
@@ -132,8 +131,7 @@ std::vector<Tensor> cast_float_inputs(const std::vector<Tensor>& inputs, DType d
 AutocastSuspended::AutocastSuspended() : previous_(t_level) { t_level = AmpLevel::O0; }
 AutocastSuspended::~AutocastSuspended() { t_level = previous_; }
 
-Float32Region::Float32Region()
-    : previous_(t_level), active_(t_level == AmpLevel::O1 || t_level == AmpLevel::O2) {
+Float32Region::Float32Region() : previous_(t_level), active_(t_level == AmpLevel::O1 || t_level == AmpLevel::O2) {
   if (active_) t_level = AmpLevel::O0;
 }
 Float32Region::~Float32Region() { t_level = previous_; }

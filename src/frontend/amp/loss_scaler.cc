@@ -90,8 +90,8 @@ void LossScaler::load_state_dict(const std::map<std::string, Tensor>& state) {
   for (const auto& [name, like] : mine) {
     auto it = state.find(name);
     if (it == state.end())
-      throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "loss scaler state has no '", name,
-                                       "'"));
+      throw_status(
+          gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "loss scaler state has no '", name, "'"));
     if (it->second.dtype() != like.dtype() || it->second.numel() != 1 || it->second.rank() != 0)
       throw_status(gearbox::make_error(gearbox::ErrorCode::CHECKPOINT_MISMATCH, "loss scaler state '", name, "' is ",
                                        it->second.describe(), ", not ", like.describe()));

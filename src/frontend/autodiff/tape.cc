@@ -173,7 +173,7 @@ void Tensor::backward(const Tensor& grad_output) const {
     throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "backward(): grad_output is ", seed.describe(),
                                      " but the tensor is ", gearbox::describe(v)));
   }
-  NoGradGuard no_grad;  // the backward ops themselves are not recorded
+  NoGradGuard no_grad;                 // the backward ops themselves are not recorded
   amp::AutocastSuspended no_autocast;  // and run in their forward ops' dtypes
   if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
     impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;

@@ -167,10 +167,8 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path, Modu
   if (scaler) {
     std::map<std::string, Tensor> state = under(file.tensors, kScalerPrefix);
     try {
-      if (!state.empty())
-        scaler->load_state_dict(state);
-      else if (strict)
-        checkpoint_mismatch("checkpoint '", path, "' has no loss scaler state");
+      if (!state.empty()) scaler->load_state_dict(state);
+      else if (strict) checkpoint_mismatch("checkpoint '", path, "' has no loss scaler state");
     } catch (...) {
       restore();
       throw;

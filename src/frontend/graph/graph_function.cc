@@ -35,7 +35,8 @@ std::string signature_of(const std::vector<Tensor>& inputs, const Module* module
   // A module traces differently in train() and eval() (dropout, batch statistics).
   if (module) sig += module->is_training() ? "train" : "eval";
   // And under each autocast level and dtype (the traced graph holds its casts).
-  if (autocast_level() != AmpLevel::O0) sig += std::string(";amp ") + amp_level_name(autocast_level()) + " " + dtype_name(autocast_dtype());
+  if (autocast_level() != AmpLevel::O0)
+    sig += std::string(";amp ") + amp_level_name(autocast_level()) + " " + dtype_name(autocast_dtype());
   return sig;
 }
 

@@ -82,8 +82,7 @@ Tensor l1_loss(const Tensor& input_in, const Tensor& target_in) {
   return mean(add(relu(d), relu(neg(d))));
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in,
-                                        const Tensor& pos_weight_in) {
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_in, const Tensor& target_in, const Tensor& pos_weight_in) {
   amp::Float32Region fp32;
   const Tensor logits = fp32.input(logits_in), target = fp32.input(target_in), pos_weight = fp32.input(pos_weight_in);
   if (logits.shape() != target.shape())
