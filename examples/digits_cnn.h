@@ -15,6 +15,7 @@
 #include "digits_accuracy.h"
 #include "gearbox/nn.hpp"
 #include "gearbox/nn_amp.hpp"
+#include "gearbox/nn_graph.hpp"
 
 namespace digits {
 
@@ -115,6 +116,9 @@ struct TrainOptions {
   // dynamic loss scaler; O0 trains in float32.
   nn::AmpLevel amp = nn::AmpLevel::O0;
   nn::DType amp_dtype = nn::DType::BFloat16;
+  // Graph mode (gearbox/nn_graph.hpp's GraphTrainStep): each step's forward and backward run as
+  // one traced, optimized graph. Float32 only: the loss scaler's changing scale is eager's.
+  bool graph = false;
 };
 
 // Called after every optimizer step: epoch (0-based), step within the epoch, steps per epoch,
@@ -127,6 +131,10 @@ inline std::vector<double> train(nn::Module& net, const Split& data, const Train
                                  const StepCallback& on_step = {}) {
   nn::AdamW opt(net.parameters(), {.lr = o.lr, .weight_decay = o.weight_decay});
   nn::LossScaler scaler;
+  const bool graph = o.graph && o.amp == nn::AmpLevel::O0;
+  nn::GraphTrainStep graph_step(net, [&net](const std::vector<nn::Tensor>& in) {
+    return std::vector<nn::Tensor>{nn::cross_entropy(net(in[0]), in[1])};
+  });
   const int64_t n = data.x_train.dim(0), steps = n / o.batch;  // drop_remainder
   std::mt19937_64 rng(o.shuffle_seed);
   std::vector<int64_t> perm(static_cast<size_t>(n));
@@ -139,16 +147,21 @@ inline std::vector<double> train(nn::Module& net, const Split& data, const Train
     double total = 0;
     for (int64_t s = 0; s < steps; ++s) {
       const int64_t b = s * o.batch;
+      const nn::Tensor xb = nn::slice(xe, 0, b, b + o.batch), yb = nn::slice(ye, 0, b, b + o.batch);
       nn::Tensor loss;
-      {
-        nn::Autocast amp(o.amp, o.amp_dtype);
-        loss = nn::cross_entropy(net(nn::slice(xe, 0, b, b + o.batch)), nn::slice(ye, 0, b, b + o.batch));
-      }
       opt.zero_grad();
-      if (o.amp == nn::AmpLevel::O0) {
+      if (graph) {
+        loss = graph_step({xb, yb})[0];  // the step's gradients are in grad() already
+        opt.step();
+      } else if (o.amp == nn::AmpLevel::O0) {
+        loss = nn::cross_entropy(net(xb), yb);
         loss.backward();
         opt.step();
       } else {
+        {
+          nn::Autocast amp(o.amp, o.amp_dtype);
+          loss = nn::cross_entropy(net(xb), yb);
+        }
         scaler.scale(loss).backward();
         scaler.step(opt);
       }

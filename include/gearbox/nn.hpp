@@ -209,6 +209,15 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 // undefined; symmetric zero padding.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), std::vector<int64_t> stride = {1},
               std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1}, int64_t groups = 1);
+// torch's F.conv1d: x [N, C_in, L], weight [C_out, C_in/groups, k], bias [C_out] or undefined.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t stride = 1,
+              int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+// torch's F.conv_transpose2d: x [N, C_in, H, W], weight [C_in, C_out/groups, kH, kW], bias
+// [C_out] or undefined; output_padding (< stride or < dilation) adds rows at the end.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+                        std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
+                        std::vector<int64_t> output_padding = {0}, int64_t groups = 1,
+                        std::vector<int64_t> dilation = {1});
 // torch's F.max_pool2d / F.avg_pool2d (ceil_mode false); empty stride: the kernel size.
 // padding at most half the kernel.
 Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
@@ -224,6 +233,10 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size);
 // [C] may be undefined (1 and 0).
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), bool training = false, double momentum = 0.1, double eps = 1e-5);
+// torch's F.group_norm: x [N, C, ...] normalized over each group of C / num_groups channels
+// (and all spatial positions), then weight/bias [C] (undefined: 1 and 0) per channel.
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  double eps = 1e-5);
 // torch's F.layer_norm over the trailing `normalized_shape` dims; weight/bias of that shape or
 // undefined.
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = Tensor(),
@@ -304,20 +317,90 @@ class Conv2d : public Module {
   Tensor weight_, bias_;
 };
 
-// torch.nn.BatchNorm2d: weight 1, bias 0 (parameters), buffers running_mean 0, running_var 1
-// and num_batches_tracked (int64, counted in train()); batch statistics in train(), running
-// ones in eval().
-class BatchNorm2d : public Module {
+// torch.nn.Conv1d: weight [out, in/groups, k] and bias [out], initialized like torch
+// (U(±1/sqrt(fan_in)), fan_in = in/groups * k).
+struct Conv1dOptions {
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+};
+class Conv1d : public Module {
  public:
-  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  Conv1dOptions opt_;
+  Tensor weight_, bias_;
+};
+
+// torch.nn.ConvTranspose2d: weight [in, out/groups, kH, kW] and bias [out], initialized like
+// torch (U(±1/sqrt(fan_in)) with torch's fan_in of this weight: out/groups * kH * kW).
+struct ConvTranspose2dOptions {
+  std::vector<int64_t> stride{1};
+  std::vector<int64_t> padding{0};
+  std::vector<int64_t> output_padding{0};
+  int64_t groups = 1;
+  bool bias = true;
+  std::vector<int64_t> dilation{1};
+};
+class ConvTranspose2d : public Module {
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
+                  ConvTranspose2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  ConvTranspose2dOptions opt_;
+  Tensor weight_, bias_;
+};
+
+// torch.nn.GroupNorm: weight 1 and bias 0 [num_channels] (affine), no running statistics.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override { return group_norm(x, groups_, weight_, bias_, eps_); }
+
+ private:
+  int64_t groups_;
+  double eps_;
+  Tensor weight_, bias_;
+};
+
+// torch's batch normalization layers: weight 1, bias 0 (parameters), buffers running_mean 0,
+// running_var 1 and num_batches_tracked (int64, counted in train()); batch statistics in
+// train(), running ones in eval().
+class BatchNorm : public Module {
+ public:
   Tensor forward(const Tensor& x) override;
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }
   int64_t num_batches_tracked() const;
 
+ protected:
+  // `name` and `shapes` ("[N, C, H, W]") for messages; `ranks`: the input ranks the layer takes.
+  BatchNorm(const char* name, std::vector<size_t> ranks, const char* shapes, int64_t num_features, double eps,
+            double momentum);
+
  private:
+  const char *name_, *shapes_;
+  std::vector<size_t> ranks_;
   double eps_, momentum_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
+};
+// torch.nn.BatchNorm1d: [N, C] or [N, C, L].
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1)
+      : BatchNorm("BatchNorm1d", {2, 3}, "[N, C] or [N, C, L]", num_features, eps, momentum) {}
+};
+// torch.nn.BatchNorm2d: [N, C, H, W].
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1)
+      : BatchNorm("BatchNorm2d", {4}, "[N, C, H, W]", num_features, eps, momentum) {}
 };
 
 // torch.nn.LayerNorm over the trailing `normalized_shape` dims: weight 1, bias 0.

@@ -21,11 +21,12 @@
 //
 // What cannot be traced is refused with nn::Error (API_INVALID_ARGUMENT unless noted), never
 // recorded wrongly: reading a tensor computed from the inputs back to the host (item(),
-// to_float_vector(), data(), ... and the ops that do so: a loss's class-id checks, batch_norm in
-// training mode), drawing random numbers (dropout in training mode, Tensor::randn/uniform),
-// writing into a traced tensor (mutable_data()), a step the dispatcher does not run (a
-// collective, OP_UNSUPPORTED), and a trace inside a trace. Gradients are not traced: graph mode
-// is inference only for now (docs/framework.md).
+// to_float_vector(), data(), ...), batch_norm in training mode outside GraphTrainStep (it
+// updates module state, which an inference graph holds as constants), drawing random numbers
+// (Tensor::randn/uniform; dropout in training mode outside GraphTrainStep), writing into a traced tensor
+// (mutable_data()), a step the dispatcher does not run (a collective, OP_UNSUPPORTED), and a
+// trace inside a trace. GraphFunction traces inference (no gradients, module state as
+// constants); GraphTrainStep traces a training step, its backward included (docs/framework.md).
 #pragma once
 
 #include <cstddef>
@@ -118,6 +119,49 @@ class GraphFunction {
   size_t cached_signatures() const;
   // Drops every cached graph: the next call traces again. Call it after the weights changed
   // (an optimizer step, load_state_dict): a traced graph holds a copy of them.
+  void clear();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Graph mode for training (MindSpore's GRAPH_MODE value_and_grad, torch.compile of a training
+// step): `loss_fn(inputs)` returns the loss first (a one-element tensor, computed by the
+// module), then anything else to report (logits). Its forward and its backward are traced as
+// one graph per input signature, optimized by the graph engine and run by a Session. The
+// module's parameters and buffers are the graph's inputs, read at every call, so optimizer
+// steps and load_state_dict are seen without retracing.
+//
+//   nn::GraphTrainStep step(*net, [&](const std::vector<nn::Tensor>& in) {
+//     return std::vector<nn::Tensor>{nn::cross_entropy((*net)(in[0]), in[1])};
+//   });
+//   opt.zero_grad();
+//   nn::Tensor loss = step({x, y})[0];   // the parameters' grad() hold this step's gradients
+//   opt.step();                          // the optimizers, schedulers, clip_grad_norm: eager
+//
+// Each call adds the step's gradients to the parameters' grad() (as backward() does: call
+// zero_grad() between steps, or accumulate over several) and writes the buffers the step
+// updated (BatchNorm's running statistics, num_batches_tracked). The function's other outputs
+// come back after the loss, without gradients. Dropout in training mode works: its masks are
+// graph inputs drawn from the manual_seed generator for every call, the same draws in the same
+// order as eager mode's. The module must outlive the step. Refused as in trace(), and a loss
+// scaled by a LossScaler (the graph would freeze the scale: run AMP with a scaler eagerly).
+class GraphTrainStep {
+ public:
+  GraphTrainStep(Module& module, TensorFunction loss_fn, GraphOptions options = {});
+  // For a function of tensors that is not a Module: the parameters it trains and the buffers
+  // it may update, by name (the graph's input names).
+  GraphTrainStep(std::vector<std::pair<std::string, Tensor>> parameters,
+                 std::vector<std::pair<std::string, Tensor>> buffers, TensorFunction loss_fn,
+                 GraphOptions options = {});
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+
+  size_t traces() const;
+  size_t cached_signatures() const;
+  // Drops every cached graph (not needed after weight updates: the weights are inputs).
   void clear();
 
   struct State;

@@ -1,6 +1,7 @@
 // `gearbox demo`: the path from model development to deployment in one command, on data built
 // into the binary (sklearn's digits, tools/digits_data.h; nothing downloaded). It trains the
-// digits CNN of examples/digits_cnn.h in eager mode with a progress bar, exports it to ONNX and
+// digits CNN of examples/digits_cnn.h in graph mode (each step one traced forward-and-backward
+// graph, nn::GraphTrainStep) with a progress bar, exports it to ONNX and
 // compiles it to .gbm (the framework layer's export, include/gearbox/nn_graph.hpp), runs the .gbm
 // through a Session on every held-out digit, and prints the accuracy, whether the .gbm predicts
 // what the trained network predicts, the latency of the compiled model against the same exported
@@ -95,7 +96,7 @@ int demo(const DemoOptions& o) {
   ConsoleProgress progress("demo", ConsoleProgress::on_terminal());
   nlohmann::json j;
   try {
-    // 1. Data and training (eager mode).
+    // 1. Data and training (graph mode: the same recipe as eager, Frontend/*_graph tests).
     auto [x, y] = builtin_digits();
     const digits::Split data = digits::split(x, y);
     const int64_t n_test = data.x_test.dim(0);
@@ -105,6 +106,7 @@ int demo(const DemoOptions& o) {
     for (const nn::Tensor& p : net->parameters()) params += p.numel();
     digits::TrainOptions to;
     to.epochs = o.epochs;
+    to.graph = true;
     const int64_t steps_per_epoch = data.x_train.dim(0) / to.batch;
     progress.begin("train", static_cast<uint64_t>(steps_per_epoch * to.epochs));
     const auto t_train = Clock::now();
@@ -212,6 +214,7 @@ int demo(const DemoOptions& o) {
            {"epochs", o.epochs},
            {"steps", steps_per_epoch * o.epochs},
            {"train_seconds", train_s},
+           {"train_mode", "graph"},
            {"epoch_losses", losses},
            {"eager_accuracy", acc_eager},
            {"gbm_accuracy", acc_gbm},
@@ -232,7 +235,7 @@ int demo(const DemoOptions& o) {
                 << fmt::format("  data     sklearn's 8x8 digits (built in): {} training, {} held out (seeded split)\n",
                                data.x_train.dim(0), n_test)
                 << fmt::format(
-                       "  trained  {} epochs x {} steps of {} digits in {:.1f} s (eager mode, AdamW), loss "
+                       "  trained  {} epochs x {} steps of {} digits in {:.1f} s (graph mode, AdamW), loss "
                        "{:.3f} -> {:.3f}; {} parameters\n",
                        o.epochs, steps_per_epoch, to.batch, train_s, losses.front(), losses.back(), params)
                 << fmt::format("  export   {} ({} nodes) -> compiled {} ({} nodes after the graph passes)\n",

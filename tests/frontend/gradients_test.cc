@@ -135,6 +135,14 @@ TEST_F(Gradients, DropoutMaskAndScale) {
 TEST_F(Gradients, Losses) {
   Tensor targets = Tensor::from_vector(std::vector<int64_t>{2, 0, 1, 2});
   gradcheck("cross_entropy", [&](auto& x) { return cross_entropy(x[0], targets); }, {leaf({4, 3}, -2, 2)});
+  // An ignored row (id -100) and label smoothing: GatherElements's gradient and the smoothing sum.
+  Tensor with_ignored = Tensor::from_vector(std::vector<int64_t>{2, -100, 1, 2});
+  gradcheck("cross_entropy_smoothed_ignore",
+            [&](auto& x) {
+              return cross_entropy(x[0], with_ignored,
+                                   CrossEntropyOptions{.ignore_index = -100, .label_smoothing = 0.1});
+            },
+            {leaf({4, 3}, -2, 2)});
   gradcheck("mse", [](auto& x) { return mse_loss(x[0], x[1]); }, {leaf({3, 2}), leaf({3, 2})});
 }
 
@@ -161,6 +169,16 @@ TEST_F(Gradients, Conv2d) {
             {leaf({1, 4, 5, 5}), leaf({6, 2, 3, 3})});
   gradcheck("conv2d_depthwise", [](auto& x) { return conv2d(x[0], x[1], x[2], {1}, {1}, {1}, 3); },
             {leaf({2, 3, 4, 4}), leaf({3, 1, 3, 3}), leaf({3})});
+  gradcheck("conv1d_strided_groups", [](auto& x) { return conv1d(x[0], x[1], x[2], 2, 1, 2, 2); },
+            {leaf({2, 4, 9}), leaf({6, 2, 3}), leaf({6})});
+  gradcheck("conv_transpose2d_output_padding",
+            [](auto& x) { return conv_transpose2d(x[0], x[1], x[2], {2}, {1}, {1}); },
+            {leaf({1, 3, 3, 4}), leaf({3, 2, 3, 3}), leaf({2})});
+  gradcheck("conv_transpose2d_groups_dilation",
+            [](auto& x) {
+              return conv_transpose2d(x[0], x[1], Tensor(), {2, 1}, {0, 1}, {0}, 2, {1, 2});
+            },
+            {leaf({1, 4, 3, 4}), leaf({4, 3, 3, 2})});
 }
 
 TEST_F(Gradients, Pools) {
@@ -190,12 +208,24 @@ TEST_F(Gradients, Normalizations) {
   gradcheck("layer_norm", [](auto& x) { return layer_norm(x[0], {4}, x[1], x[2]); },
             {leaf({3, 2, 4}), leaf({4}), leaf({4})});
   gradcheck("layer_norm_2d_noaffine", [](auto& x) { return layer_norm(x[0], {3, 4}); }, {leaf({2, 3, 4})});
+  gradcheck("group_norm", [](auto& x) { return group_norm(x[0], 2, x[1], x[2]); },
+            {leaf({2, 4, 3, 2}), leaf({4}), leaf({4})});
 }
 
 TEST_F(Gradients, Embedding) {
   // Repeated ids: their rows' gradients add up.
   Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2});
   gradcheck("embedding", [&](auto& x) { return embedding(ids, x[0]); }, {leaf({5, 3})});
+}
+
+TEST_F(Gradients, GatherElements) {
+  // Repeated and negative indices on axis 1: repeated picks' gradients add up.
+  Tensor idx = Tensor::from_vector(std::vector<int64_t>{0, 0, 2, -1, 1, 1}, {2, 3});
+  gradcheck("gather_elements",
+            [&](auto& x) {
+              return apply1({"GatherElements"}, {x[0], idx}, {{"axis", gearbox::attr_int(1)}});
+            },
+            {leaf({2, 3})});
 }
 
 // The checker itself fails on a wrong builder (here a deliberately wrong one for Softsign,
@@ -234,12 +264,14 @@ TEST(GradientRegistry, EveryRecordedOpHasABuilder) {
                          "Split",
                          "Expand",
                          "Conv",
+                         "ConvTranspose",
                          "MaxPool",
                          "AveragePool",
                          "GlobalAveragePool",
                          "BatchNormalization",
                          "LayerNormalization",
-                         "Gather"})
+                         "Gather",
+                         "GatherElements"})
     EXPECT_NE(GradientRegistry::global().find("", op), nullptr) << op;
   EXPECT_NE(GradientRegistry::global().find("com.gearbox", "Gelu"), nullptr);
 }

@@ -94,6 +94,52 @@ TEST(NnModule, Conv2dInitIsTorchsUniformBound) {
   EXPECT_EQ(conv(Tensor::zeros({1, 6, 5, 4})).shape(), (std::vector<int64_t>{1, 64, 3, 3}));
 }
 
+// Conv1d and ConvTranspose2d: torch's weight layouts and init bounds (ConvTranspose2d's fan_in
+// is torch's for its weight: out/groups * kH * kW), output shapes; GroupNorm's affine
+// parameters; BatchNorm1d's input ranks; the errors. (Their values and gradients against
+// torch: Frontend/TorchOp.)
+TEST(NnModule, Conv1dConvTranspose2dGroupNormBatchNorm1d) {
+  manual_seed(5);
+  auto expect_bound = [](const std::vector<std::pair<std::string, Tensor>>& params, double bound) {
+    for (const auto& [name, t] : params) {
+      std::vector<float> v = t.to_float_vector();
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      EXPECT_GE(*lo, -bound) << name;
+      EXPECT_LE(*hi, bound) << name;
+      EXPECT_LT(*lo, -0.5 * bound) << name;
+      EXPECT_GT(*hi, 0.5 * bound) << name;
+    }
+  };
+  Conv1d c1(4, 64, 3, Conv1dOptions{.stride = 2, .padding = 1, .groups = 2});
+  ASSERT_EQ(c1.named_parameters().size(), 2u);
+  EXPECT_EQ(c1.named_parameters()[0].second.shape(), (std::vector<int64_t>{64, 2, 3}));
+  expect_bound(c1.named_parameters(), 1.0 / std::sqrt(2.0 * 3));
+  EXPECT_EQ(c1(Tensor::zeros({2, 4, 9})).shape(), (std::vector<int64_t>{2, 64, 5}));
+  ConvTranspose2d ct(6, 64, {3, 2}, ConvTranspose2dOptions{.stride = {2}, .output_padding = {1}, .groups = 2});
+  EXPECT_EQ(ct.named_parameters()[0].second.shape(), (std::vector<int64_t>{6, 32, 3, 2}));
+  expect_bound(ct.named_parameters(), 1.0 / std::sqrt(32.0 * 3 * 2));
+  // (in - 1) * stride + kernel + output_padding: 3 * 2 + 3 + 1, 4 * 2 + 2 + 1.
+  EXPECT_EQ(ct(Tensor::zeros({1, 6, 4, 5})).shape(), (std::vector<int64_t>{1, 64, 10, 11}));
+  GroupNorm gn(2, 4);
+  EXPECT_EQ(gn.named_parameters().size(), 2u);
+  EXPECT_EQ(GroupNorm(2, 4, 1e-5, false).named_parameters().size(), 0u);
+  EXPECT_EQ(gn(Tensor::randn({3, 4, 5})).shape(), (std::vector<int64_t>{3, 4, 5}));
+  BatchNorm1d bn1(4);
+  EXPECT_EQ(bn1(Tensor::randn({5, 4})).shape(), (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(bn1(Tensor::randn({5, 4, 3})).shape(), (std::vector<int64_t>{5, 4, 3}));
+  EXPECT_EQ(bn1.num_batches_tracked(), 2);
+  EXPECT_THROW(bn1(Tensor::randn({5, 4, 3, 2})), Error);
+  EXPECT_THROW(BatchNorm2d(4)(Tensor::randn({5, 4})), Error);
+  EXPECT_THROW(GroupNorm(3, 4), Error);
+  EXPECT_THROW(gn(Tensor::randn({3, 6, 5})), Error);
+  EXPECT_THROW(Conv1d(3, 4, 3, Conv1dOptions{.groups = 2}), Error);
+  EXPECT_THROW(Conv1d(4, 4, 0), Error);
+  EXPECT_THROW(c1(Tensor::zeros({2, 4, 9, 1})), Error);                                             // not [N, C, L]
+  EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 2, 3, 3}), Tensor::zeros({3, 2, 3, 3})), Error);  // C_in
+  EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 2, 3, 3}), Tensor::zeros({2, 2, 3, 3}), Tensor(), {1}, {0}, {1}),
+               Error);  // output_padding not below the stride or the dilation
+}
+
 // BatchNorm2d in train(): batch statistics, running_mean/var moved by momentum 0.1 towards
 // the batch mean and the unbiased batch variance (computed here by hand), the counter
 // incremented; in eval(): the running statistics, no update.

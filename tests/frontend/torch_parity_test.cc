@@ -1,7 +1,8 @@
 // The frontend against torch 1.13 (torch_reference.py writes the references into the build
 // tree at test time): every op's output and input gradients, and an MLP on sklearn's digits
-// trained 50 steps with SGD (momentum, weight decay, Nesterov), Adam and AdamW from torch's
-// initial weights, loss per step and final parameters.
+// trained 50 steps with SGD (momentum, weight decay, Nesterov), Adam, AdamW, RMSprop and Adagrad
+// from torch's initial weights, loss per step and final parameters; the digits CNN and a
+// transformer the same way; every training run eagerly and in graph mode.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,15 +12,19 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "torch_refs.h"
 
 namespace gbx::nn {
 namespace {
 
+using testing::CrossEntropyTrainer;
 using testing::expect_close;
 using testing::kRefDir;
 using testing::load;
+using testing::Mode;
+using testing::mode_name;
 using testing::train_against_torch;
 
 using OpFn = std::function<Tensor(const std::vector<Tensor>&)>;
@@ -97,6 +102,15 @@ const std::map<std::string, OpFn>& ops() {
        [](auto& x) {
          return conv2d(x[0], x[1], Tensor(), {2, 1}, {1, 0}, {1}, 2);
        }},
+      {"conv1d_stride_pad_dilation", [](auto& x) { return conv1d(x[0], x[1], x[2], 2, 1, 2); }},
+      {"conv1d_groups", [](auto& x) { return conv1d(x[0], x[1], Tensor(), 1, 2, 1, 2); }},
+      {"conv_transpose2d_output_padding", [](auto& x) { return conv_transpose2d(x[0], x[1], x[2], {2}, {1}, {1}); }},
+      {"conv_transpose2d_groups_dilation",
+       [](auto& x) {
+         return conv_transpose2d(x[0], x[1], Tensor(), {2, 1}, {0, 1}, {0}, 2, {1, 2});
+       }},
+      {"group_norm", [](auto& x) { return group_norm(x[0], 2, x[1], x[2]); }},
+      {"group_norm_3d_no_affine", [](auto& x) { return group_norm(x[0], 3); }},
       {"max_pool2d", [](auto& x) { return max_pool2d(x[0], {2}); }},
       {"max_pool2d_pad", [](auto& x) { return max_pool2d(x[0], {3}, {2}, {1}); }},
       {"avg_pool2d", [](auto& x) { return avg_pool2d(x[0], {2}); }},
@@ -112,6 +126,8 @@ const std::map<std::string, OpFn>& ops() {
          return adaptive_avg_pool2d(x[0], {3, 2});
        }},
       {"batch_norm_train", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
+      {"batch_norm_train_2d_input", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
+      {"batch_norm_train_3d_input", [](auto& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); }},
       {"batch_norm_eval",
        [](auto& x) {
          return batch_norm(x[0], Tensor::from_vector(std::vector<double>{-0.5, 0.0, 0.5}),
@@ -184,39 +200,43 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, std::vector<T
   return std::make_unique<AdamW>(params, AdamOptions{.lr = 1e-2, .weight_decay = 1e-2});
 }
 
-class DigitsMlp : public ::testing::TestWithParam<std::string> {};
+class DigitsMlp : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
 
 // fp32 on both sides, the same initial weights and batches. Differences come only from the
 // kernels' summation order (gearbox's SIMD GEMM vs torch's), ~1e-7 relative per op; over 50
 // steps they stay below the 1e-5 loss bound the issue sets, and the parameters below 1e-4.
+// Every optimizer, eagerly and in graph mode (GraphTrainStep).
 TEST_P(DigitsMlp, LossPerStepMatchesTorch) {
-  const std::string name = GetParam();
+  const auto& [name, mode] = GetParam();
   Tensor x = load(kRefDir + "/mlp/x.npy"), y = load(kRefDir + "/mlp/y.npy");
   std::vector<double> want = load(kRefDir + "/mlp/" + name + "_losses.npy").to_double_vector();
   auto net = digits_mlp();
   auto opt = make_optimizer(name, net->parameters());
+  CrossEntropyTrainer trainer(*net, mode);
   const int64_t batch = 64, batches = x.dim(0) / batch;
   double worst = 0;
   for (size_t s = 0; s < want.size(); ++s) {
     const int64_t b = static_cast<int64_t>(s) % batches * batch;
-    Tensor loss = cross_entropy(net->forward(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
-    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
+    const double loss = trainer.step(*opt, slice(x, 0, b, b + batch), slice(y, 0, b, b + batch));
+    EXPECT_NEAR(loss, want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
+    worst = std::max(worst, std::abs(loss - want[s]) / std::abs(want[s]));
   }
-  std::printf("[ INFO     ] %s: worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
-              want.size(), worst);
+  std::printf("[ INFO     ] %s (%s): worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
+              mode_name(mode), want.size(), worst);
   EXPECT_LT(want.back(), want.front() * 0.8) << "the reference run did not train";
   for (auto& [pname, p] : net->named_parameters())
     expect_close(p, load(kRefDir + "/mlp/" + name + "_final_" + pname + ".npy"), 1e-4, 1e-6, name + " " + pname);
 }
 
+std::string mode_test_name(const std::string& name, Mode mode) { return name + (mode == Mode::Graph ? "_graph" : ""); }
+
 INSTANTIATE_TEST_SUITE_P(Frontend, DigitsMlp,
-                         ::testing::Values("sgd", "sgd_nesterov", "adam", "adamw", "rmsprop", "rmsprop_centered",
-                                           "adagrad"),
-                         [](const auto& info) { return info.param; });
+                         ::testing::Combine(::testing::Values("sgd", "sgd_nesterov", "adam", "adamw", "rmsprop",
+                                                              "rmsprop_centered", "adagrad"),
+                                            ::testing::Values(Mode::Eager, Mode::Graph)),
+                         [](const auto& info) {
+                           return mode_test_name(std::get<0>(info.param), std::get<1>(info.param));
+                         });
 
 // Every epoch's learning rate of StepLR, CosineAnnealingLR (through a restart) and LinearLR
 // equals torch's (torch_reference.py's SCHEDULERS: SGD at lr 0.1).
@@ -295,14 +315,15 @@ std::map<std::string, Tensor> load_state(const Module& net, const std::string& p
   return state;
 }
 
-class DigitsCnnTraining : public ::testing::TestWithParam<std::string> {};
+class DigitsCnnTraining : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
 
 // fp32 on both sides, torch's initial weights and buffers, the same batches of 64, train mode
-// (batch statistics, running buffers updated). The loss at every step within 1e-5 relative of
-// torch's; the final parameters and running statistics within 1e-4. (The learning rates are
-// ones where rounding differences stay small: see CNN_OPTIMIZERS in torch_reference.py.)
+// (batch statistics, running buffers updated), eagerly and in graph mode. The loss at every
+// step within 1e-5 relative of torch's; the final parameters and running statistics within
+// 1e-4. (The learning rates are ones where rounding differences stay small: see
+// CNN_OPTIMIZERS in torch_reference.py.)
 TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
-  const std::string name = GetParam();
+  const auto& [name, mode] = GetParam();
   Tensor x = reshape(load(kRefDir + "/mlp/x.npy"), {-1, 1, 8, 8}), y = load(kRefDir + "/mlp/y.npy");
   std::vector<double> want = load(kRefDir + "/cnn/" + name + "_losses.npy").to_double_vector();
   DigitsCnn net;
@@ -312,20 +333,19 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
   if (name == "sgd")
     opt = std::make_unique<SGD>(net.parameters(), SGDOptions{.lr = 0.02, .momentum = 0.9, .weight_decay = 1e-4});
   else opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
+  CrossEntropyTrainer trainer(net, mode);
   const int64_t batch = 64, batches = x.dim(0) / batch;
   double worst = 0;
   for (size_t s = 0; s < want.size(); ++s) {
     const int64_t b = static_cast<int64_t>(s) % batches * batch;
-    Tensor loss = cross_entropy(net(slice(x, 0, b, b + batch)), slice(y, 0, b, b + batch));
-    opt->zero_grad();
-    loss.backward();
-    opt->step();
-    EXPECT_NEAR(loss.item(), want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
-    worst = std::max(worst, std::abs(loss.item() - want[s]) / std::abs(want[s]));
+    const double loss = trainer.step(*opt, slice(x, 0, b, b + batch), slice(y, 0, b, b + batch));
+    EXPECT_NEAR(loss, want[s], 1e-5 * std::abs(want[s])) << name << " step " << s;
+    worst = std::max(worst, std::abs(loss - want[s]) / std::abs(want[s]));
   }
-  std::printf("[ INFO     ] cnn %s: worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
-              want.size(), worst);
+  std::printf("[ INFO     ] cnn %s (%s): worst relative loss difference to torch over %zu steps: %.2e\n", name.c_str(),
+              mode_name(mode), want.size(), worst);
   EXPECT_LT(want.back(), want.front() * 0.2) << "the reference run did not train";
+  if (mode == Mode::Graph) EXPECT_EQ(trainer.traces(), 1u);
   const std::map<std::string, Tensor> final_state = load_state(net, name + "_final_");
   for (const auto& [pname, t] : net.state_dict()) {
     if (t.dtype() == DType::Int64) EXPECT_EQ(t.to_int64_vector(), final_state.at(pname).to_int64_vector()) << pname;
@@ -333,8 +353,12 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Frontend, DigitsCnnTraining, ::testing::Values("sgd", "adamw"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Frontend, DigitsCnnTraining,
+                         ::testing::Combine(::testing::Values("sgd", "adamw"),
+                                            ::testing::Values(Mode::Eager, Mode::Graph)),
+                         [](const auto& info) {
+                           return mode_test_name(std::get<0>(info.param), std::get<1>(info.param));
+                         });
 
 // ---- attention and the transformer encoder layer -----------------------------------------
 
@@ -423,13 +447,15 @@ class DigitsTransformer : public Module {
   std::shared_ptr<Module> embed_, encoder_, head_;
 };
 
-// fp32, torch's initial weights, AdamW, the same batches of 64: the loss at every step within
-// 1e-5 relative of torch's, the final parameters within 1e-4.
-TEST(Frontend, DigitsTransformerLossPerStepMatchesTorch) {
+class DigitsTransformerTraining : public ::testing::TestWithParam<Mode> {};
+
+// fp32, torch's initial weights, AdamW, the same batches of 64, eagerly and in graph mode: the
+// loss at every step within 1e-5 relative of torch's, the final parameters within 1e-4.
+TEST_P(DigitsTransformerTraining, LossPerStepMatchesTorch) {
   const std::string dir = kRefDir + "/transformer/";
   DigitsTransformer net;
   AdamW opt(net.parameters(), AdamOptions{.lr = 2e-3, .weight_decay = 1e-2});
-  train_against_torch(net, opt, dir, "transformer", 0.9);
+  train_against_torch(net, opt, dir, "transformer", 0.9, GetParam());
   for (const auto& [pname, t] : net.state_dict()) {
     Tensor want_final = load(dir + "final_" + pname + ".npy");
     if (pname != "encoder.self_attn.in_proj_bias") {
@@ -444,6 +470,9 @@ TEST(Frontend, DigitsTransformerLossPerStepMatchesTorch) {
     expect_close(slice(t, 0, 32, 48), slice(want_final, 0, 32, 48), 1e-4, 1e-6, "transformer v bias");
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Frontend, DigitsTransformerTraining, ::testing::Values(Mode::Eager, Mode::Graph),
+                         [](const auto& info) { return std::string(mode_name(info.param)); });
 
 }  // namespace
 }  // namespace gbx::nn

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "frontend/amp/autocast.h"
+#include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn_amp.hpp"
 
@@ -29,6 +30,9 @@ LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(op
 }
 
 Tensor LossScaler::scale(const Tensor& loss) const {
+  refuse_while_tracing("LossScaler::scale",
+                       "the scale changes between steps, and a graph would keep this step's as a constant; run a "
+                       "scaled training step eagerly");
   amp::AutocastSuspended float32;  // the product stays float32 whatever Autocast is alive
   const Tensor l = loss.to(DType::Float32);
   return mul(l, Tensor::scalar(scale_, DType::Float32));

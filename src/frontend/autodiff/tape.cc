@@ -232,8 +232,9 @@ void Tensor::backward(const Tensor& grad_output) const {
         slot[in.impl()->output_index] = accumulate(slot[in.impl()->output_index], in_grads[i]);
       } else {
         Tensor sum = accumulate(in.impl()->grad.defined() ? wrap(in.impl()->grad) : Tensor(), in_grads[i]);
-        // A private buffer: the builder's result may share storage with a forward tensor.
-        in.impl()->grad = sum.impl()->value.owns_buffer_alone() ? sum.impl()->value : sum.impl()->value.clone();
+        // A private buffer: the builder's result may share storage with a forward tensor
+        // (Tensor::clone, which a tracer sees as the same value).
+        in.impl()->grad = sum.impl()->value.owns_buffer_alone() ? sum.impl()->value : sum.clone().impl()->value;
         if (auto h = hooked.find(in.impl().get()); h != hooked.end()) h->second.reached = true;
       }
     }

@@ -1,9 +1,9 @@
 // GraphFunction: graph mode for inference, one traced and optimized Session per input shape
-// signature, kept in a small LRU (see nn_graph.hpp).
-#include <list>
+// signature, kept in a small LRU (see nn_graph.hpp); and what graph mode's runners share
+// (signature_cache.h).
 #include <map>
-#include <mutex>
 
+#include "frontend/graph/signature_cache.h"
 #include "frontend/graph/trace_hook.h"
 #include "frontend/graph/tracer.h"
 #include "frontend/tensor_impl.h"
@@ -18,29 +18,30 @@ struct GraphFunction::State {
   GraphOptions options;
 
   struct Entry {
-    std::string signature;
     std::shared_ptr<const gearbox::Session> session;
     std::vector<std::string> input_names;
   };
-  mutable std::mutex mu;
-  std::list<Entry> entries;  // most recently used first
-  size_t traces = 0;
+  SignatureCache<Entry> cache;
 };
 
-namespace {
-
-std::string signature_of(const std::vector<Tensor>& inputs, const Module* module) {
+std::string input_signature(const std::vector<Tensor>& inputs, const Module* module) {
   std::string sig;
-  for (const Tensor& t : inputs) sig += gearbox::describe(value_of(t, "GraphFunction: an input")) + ";";
-  // A module traces differently in train() and eval() (dropout, batch statistics).
+  for (const Tensor& t : inputs) sig += gearbox::describe(value_of(t, "graph mode: an input")) + ";";
   if (module) sig += module->is_training() ? "train" : "eval";
-  // And under each autocast level and dtype (the traced graph holds its casts).
   if (autocast_level() != AmpLevel::O0)
     sig += std::string(";amp ") + amp_level_name(autocast_level()) + " " + dtype_name(autocast_dtype());
   return sig;
 }
 
-}  // namespace
+std::shared_ptr<const gearbox::Session> make_session(gearbox::Model model, const GraphOptions& options) {
+  gearbox::SessionOptions so;
+  so.engine = options.engines;
+  so.threads = options.threads;
+  so.optimizer.disabled_passes = options.disabled_passes;
+  gearbox::Result<std::unique_ptr<gearbox::Session>> session = gearbox::Session::create(std::move(model), so);
+  throw_if_error(session.status());
+  return std::shared_ptr<const gearbox::Session>(std::move(session.value()));
+}
 
 GraphFunction::GraphFunction(std::shared_ptr<Module> module, GraphOptions options) : state_(std::make_shared<State>()) {
   if (!module)
@@ -61,34 +62,13 @@ std::vector<Tensor> GraphFunction::operator()(const std::vector<Tensor>& inputs)
                        "its Session runs outside the dispatcher, so the trace would see its outputs as constants; "
                        "trace the eager function instead");
   State& s = *state_;
-  const std::string signature = signature_of(inputs, s.module.get());
-  State::Entry entry;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.entries.begin();
-    while (it != s.entries.end() && it->signature != signature) ++it;
-    if (it != s.entries.end()) {
-      s.entries.splice(s.entries.begin(), s.entries, it);
-    } else {
-      // Traced under the lock: a second caller with the same new signature waits for this
-      // trace instead of tracing again.
-      TraceOptions trace_options = s.options.trace;
-      if (s.module) name_module_tensors(*s.module, &trace_options);
-      TraceResult traced = trace_to_model(s.fn, inputs, trace_options);
-      gearbox::SessionOptions so;
-      so.engine = s.options.engines;
-      so.threads = s.options.threads;
-      so.optimizer.disabled_passes = s.options.disabled_passes;
-      gearbox::Result<std::unique_ptr<gearbox::Session>> session =
-          gearbox::Session::create(std::move(traced.model), so);
-      throw_if_error(session.status());
-      ++s.traces;
-      s.entries.push_front({signature, std::shared_ptr<const gearbox::Session>(std::move(session.value())),
-                            std::move(traced.input_names)});
-      while (s.entries.size() > std::max<size_t>(s.options.max_signatures, 1)) s.entries.pop_back();
-    }
-    entry = s.entries.front();
-  }
+  const State::Entry entry =
+      s.cache.get(input_signature(inputs, s.module.get()), s.options.max_signatures, [&]() -> State::Entry {
+        TraceOptions trace_options = s.options.trace;
+        if (s.module) name_module_tensors(*s.module, &trace_options);
+        TraceResult traced = trace_to_model(s.fn, inputs, trace_options);
+        return {make_session(std::move(traced.model), s.options), std::move(traced.input_names)};
+      });
   std::map<std::string, gearbox::Tensor> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace(entry.input_names[i], inputs[i].impl()->value);
   gearbox::Result<std::vector<gearbox::Tensor>> outs = entry.session->run(feeds);
@@ -107,19 +87,8 @@ Tensor GraphFunction::operator()(const Tensor& input) const {
   return outs[0];
 }
 
-size_t GraphFunction::traces() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->traces;
-}
-
-size_t GraphFunction::cached_signatures() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->entries.size();
-}
-
-void GraphFunction::clear() {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  state_->entries.clear();
-}
+size_t GraphFunction::traces() const { return state_->cache.misses(); }
+size_t GraphFunction::cached_signatures() const { return state_->cache.size(); }
+void GraphFunction::clear() { state_->cache.clear(); }
 
 }  // namespace gbx::nn

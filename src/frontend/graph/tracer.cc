@@ -1,9 +1,11 @@
 // Tracing eager ops into the graph IR (see tracer.h).
 #include "frontend/graph/tracer.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
@@ -88,6 +90,53 @@ class Tracer final : public TraceHook {
         ") while tracing: the tensor depends on the traced inputs, and what the host computes from its values "
         "cannot be recorded in a graph (the graph would freeze this run's numbers). Keep the computation in tensor "
         "ops, or run this function eagerly"));
+  }
+
+  void state_update(const gearbox::Tensor& state, const gearbox::Tensor& new_value, const char* what) override {
+    auto it = by_key_.find(key_of(state));
+    if (it == by_key_.end() || !state_inputs_.count(it->second))
+      throw_status(gearbox::make_error(
+          ErrorCode::API_INVALID_ARGUMENT, what,
+          " cannot be traced here: this trace holds the module's state as "
+          "constants (inference graph mode), so the update would be lost; call eval() on the module before tracing, "
+          "or train in graph mode with GraphTrainStep, whose graph takes the state as inputs and returns its updates"));
+    value_for(new_value);
+    for (auto& [input, value] : state_updates_)
+      if (input == it->second) {
+        value = new_value;  // updated twice in one run: the last value is the state's
+        return;
+      }
+    state_updates_.emplace_back(it->second, new_value);
+  }
+
+  void random_input(const gearbox::Tensor& drawn, std::function<gearbox::Tensor()> draw, const char* what) override {
+    if (!accepts_random_inputs_)
+      throw_status(gearbox::make_error(
+          ErrorCode::API_INVALID_ARGUMENT, what,
+          " cannot be traced here: it draws random numbers on the host, so this graph would repeat one draw on "
+          "every run; call eval() on the module (or pass training = false) before tracing, or train in graph mode "
+          "with GraphTrainStep, which draws afresh for every step"));
+    std::string name = "random_" + std::to_string(random_inputs_.size());
+    add_input(drawn, name);
+    random_inputs_.push_back({std::move(name), drawn, std::move(draw)});
+  }
+
+  // A training trace: random draws become inputs (random_input), in the order drawn.
+  void accept_random_inputs() { accepts_random_inputs_ = true; }
+  struct RandomInput {
+    std::string name;
+    gearbox::Tensor first;                  // the draw the trace ran with
+    std::function<gearbox::Tensor()> draw;  // the next one
+  };
+  const std::vector<RandomInput>& random_inputs() const { return random_inputs_; }
+
+  // An input that is module state (a buffer a training trace takes as an input).
+  void mark_state_input(const gearbox::Tensor& t) { state_inputs_.insert(by_key_.at(key_of(t))); }
+  // The state inputs updated during the trace, each with its new value, in update order.
+  std::vector<std::pair<gearbox::Tensor, gearbox::Tensor>> state_updates() const {
+    std::vector<std::pair<gearbox::Tensor, gearbox::Tensor>> updates;
+    for (const auto& [input, value] : state_updates_) updates.emplace_back(values_[input].tensor, value);
+    return updates;
   }
 
   void copied(const gearbox::Tensor& source, const gearbox::Tensor& copy) override {
@@ -245,6 +294,10 @@ class Tracer final : public TraceHook {
   std::map<StorageKey, int> by_key_;
   std::map<StorageKey, std::string> names_;
   std::vector<gearbox::Tensor> pinned_;  // clones mapped to a traced value
+  std::set<int> state_inputs_;
+  std::vector<std::pair<int, gearbox::Tensor>> state_updates_;  // (state input, its new value)
+  bool accepts_random_inputs_ = false;
+  std::vector<RandomInput> random_inputs_;
 };
 
 std::vector<std::string> io_names(const std::vector<std::string>& given, size_t n, const char* base, const char* what) {
@@ -260,15 +313,23 @@ std::vector<std::string> io_names(const std::vector<std::string>& given, size_t 
   return names;
 }
 
+// Checks the function and makes the function's inputs the tracer's first inputs; returns
+// their names.
+std::vector<std::string> add_function_inputs(Tracer& tracer, const TensorFunction& fn,
+                                             const std::vector<Tensor>& example_inputs, const TraceOptions& options) {
+  if (!fn) throw_status(gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "trace: the function is empty"));
+  std::vector<std::string> input_names = io_names(options.input_names, example_inputs.size(), "input", "input");
+  for (size_t i = 0; i < example_inputs.size(); ++i)
+    tracer.add_input(value_of(example_inputs[i], "trace: an example input"), input_names[i]);
+  return input_names;
+}
+
 }  // namespace
 
 TraceResult trace_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
                            const TraceOptions& options) {
-  if (!fn) throw_status(gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "trace: the function is empty"));
-  std::vector<std::string> input_names = io_names(options.input_names, example_inputs.size(), "input", "input");
   Tracer tracer(options.named_tensors);
-  for (size_t i = 0; i < example_inputs.size(); ++i)
-    tracer.add_input(value_of(example_inputs[i], "trace: an example input"), input_names[i]);
+  const std::vector<std::string> input_names = add_function_inputs(tracer, fn, example_inputs, options);
   std::vector<Tensor> outputs;
   {
     NoGradGuard no_grad;  // inference: no tape
@@ -281,6 +342,74 @@ TraceResult trace_to_model(const TensorFunction& fn, const std::vector<Tensor>& 
   for (const Tensor& t : outputs) values.push_back(value_of(t, "trace: an output of the function"));
   std::vector<std::string> output_names = io_names(options.output_names, outputs.size(), "output", "output");
   return tracer.finish(values, output_names, input_names, options.graph_name);
+}
+
+TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
+                                      const NamedTensors& parameters, const NamedTensors& state,
+                                      const TraceOptions& options) {
+  Tracer tracer(options.named_tensors);
+  std::vector<std::string> input_names = add_function_inputs(tracer, fn, example_inputs, options);
+  for (const auto& [name, p] : parameters) {
+    tracer.add_input(value_of(p, "trace: a parameter"), name);
+    input_names.push_back(name);
+  }
+  for (const auto& [name, b] : state) {
+    tracer.add_input(value_of(b, "trace: a buffer"), name);
+    tracer.mark_state_input(b.impl()->value);
+    input_names.push_back(name);
+  }
+  // The graph computes this step's gradients alone (the runner adds them to grad(), as
+  // backward() does): the parameters' gradients so far are set aside while tracing.
+  struct SetAside {
+    const NamedTensors& params;
+    std::vector<gearbox::Tensor> grads;
+    explicit SetAside(const NamedTensors& p) : params(p) {
+      for (const auto& named : params) grads.push_back(std::exchange(named.second.impl()->grad, {}));
+    }
+    ~SetAside() {
+      for (size_t i = 0; i < params.size(); ++i) params[i].second.impl()->grad = std::move(grads[i]);
+    }
+  } set_aside(parameters);
+  tracer.accept_random_inputs();
+  std::vector<Tensor> outputs;
+  {
+    ActiveTrace active(&tracer);
+    outputs = fn(example_inputs);
+    if (outputs.empty() || !outputs[0].defined() || outputs[0].numel() != 1)
+      throw_status(gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "trace: a training step's function returns ",
+                                       "the loss first, a one-element tensor; it returned ",
+                                       outputs.empty() ? std::string("nothing") : outputs[0].describe()));
+    if (!outputs[0].requires_grad())
+      throw_status(gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "trace: the loss ", outputs[0].describe(),
+                                       " does not depend on any parameter that requires a gradient"));
+    outputs[0].backward();
+  }
+  TrainingTrace result;
+  result.function_outputs = outputs.size();
+  std::vector<gearbox::Tensor> values;
+  for (const Tensor& t : outputs) values.push_back(value_of(t, "trace: an output of the function"));
+  std::vector<std::string> output_names = io_names(options.output_names, outputs.size(), "output", "output");
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const gearbox::Tensor& grad = parameters[i].second.impl()->grad;
+    if (!grad.raw()) continue;  // no gradient reached it: its grad() stays as it is, as in eager
+    values.push_back(grad);
+    output_names.push_back(parameters[i].first + ".grad");
+    result.gradient_of.push_back(i);
+  }
+  for (const auto& [old_value, new_value] : tracer.state_updates()) {
+    size_t i = 0;
+    while (state[i].second.impl()->value.raw() != old_value.raw()) ++i;  // every state input is in `state`
+    values.push_back(new_value);
+    output_names.push_back(state[i].first + ".updated");
+    result.update_of.push_back(i);
+  }
+  for (const auto& random : tracer.random_inputs()) {
+    input_names.push_back(random.name);
+    result.random_draws.push_back(random.draw);
+    result.first_draws.push_back(random.first);
+  }
+  result.traced = tracer.finish(values, output_names, input_names, options.graph_name);
+  return result;
 }
 
 TensorFunction module_function(Module& module) {

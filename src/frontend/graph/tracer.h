@@ -8,7 +8,9 @@
 // is reused meanwhile.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gearbox/nn_graph.hpp"
@@ -23,6 +25,26 @@ struct TraceResult {
 
 TraceResult trace_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
                            const TraceOptions& options);
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A training step traced as one graph: `fn` returns the loss first (then anything else to
+// report); its backward is traced after it. The graph's inputs are the function's, then
+// `parameters`, then `state` (buffers the step may update, BatchNorm's running statistics);
+// then the random draws the function made ("random_<k>": dropout masks, drawn afresh for
+// every run); its outputs the function's, then a gradient per parameter that got one
+// ("<name>.grad"), then the new value of each state the step updated ("<name>.updated").
+struct TrainingTrace {
+  TraceResult traced;
+  size_t function_outputs = 0;
+  std::vector<size_t> gradient_of;                             // per gradient output: its index in `parameters`
+  std::vector<size_t> update_of;                               // per state-update output: its index in `state`
+  std::vector<std::function<gearbox::Tensor()>> random_draws;  // per random input: the next draw
+  std::vector<gearbox::Tensor> first_draws;                    // and the draw the trace made
+};
+TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
+                                      const NamedTensors& parameters, const NamedTensors& state,
+                                      const TraceOptions& options);
 
 // The module's forward as a TensorFunction of one input, and its state_dict() as named tensors
 // (added to `options`).

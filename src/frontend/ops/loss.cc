@@ -1,18 +1,20 @@
 // Losses, composed of the ops above (so their gradients come from those ops' builders).
 #include "frontend/amp/autocast.h"
+#include "frontend/graph/trace_hook.h"
 #include "frontend/ops/internal.h"
 
 namespace gbx::nn {
 
 namespace {
 
-// Per-row, per-class weights w such that the loss is -sum(log_probs * w) / (rows counted):
-// (1 - smoothing) on the target class plus smoothing / C on every class, 0 on ignored rows.
-// Returns the weights (the dtype of `like`) and the count of rows not ignored.
-std::pair<Tensor, int64_t> target_weights(const char* loss, const Tensor& like, const Tensor& targets,
-                                          int64_t ignore_index, double smoothing) {
-  if (like.rank() != 2 || targets.rank() != 1 || targets.dim(0) != like.dim(0))
-    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, loss, ": input ", like.describe(),
+// The negative log-likelihood of class-id targets, as tensor ops so that a graph computes it
+// from its inputs (the ids are never read on the host while tracing):
+//   -sum over kept rows i of [(1 - s) lp[i, t_i] + s / C sum_j lp[i, j]] / (kept rows),
+// a row kept when t_i != ignore_index; 0 rows kept gives NaN, as torch's mean over no rows.
+Tensor targets_nll(const char* loss, const Tensor& log_probs, const Tensor& targets, int64_t ignore_index,
+                   double smoothing) {
+  if (log_probs.rank() != 2 || targets.rank() != 1 || targets.dim(0) != log_probs.dim(0))
+    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, loss, ": input ", log_probs.describe(),
                                      " and targets ", targets.describe(), ": needs input [N, C] and targets [N]"));
   if (targets.dtype() != DType::Int64)
     throw_status(gearbox::make_error(gearbox::ErrorCode::INPUT_DTYPE_MISMATCH, loss, ": targets are ",
@@ -20,26 +22,31 @@ std::pair<Tensor, int64_t> target_weights(const char* loss, const Tensor& like, 
   if (!(smoothing >= 0 && smoothing <= 1))
     throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, loss, ": label_smoothing ", smoothing,
                                      " must be in [0, 1]"));
-  const int64_t n = like.dim(0), c = like.dim(1);
-  const std::vector<int64_t> ids = targets.to_int64_vector();
-  std::vector<double> w(static_cast<size_t>(n * c), 0.0);
-  int64_t counted = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] == ignore_index) continue;
-    if (ids[i] < 0 || ids[i] >= c)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, loss, ": target ", i, " is ", ids[i],
-                                       ", outside the ", c, " classes [0, ", c - 1, "] (ignore_index is ", ignore_index,
-                                       ")"));
-    ++counted;
-    for (int64_t j = 0; j < c; ++j) w[i * c + j] = smoothing / double(c);
-    w[i * c + ids[i]] += 1.0 - smoothing;
+  const int64_t n = log_probs.dim(0), c = log_probs.dim(1);
+  // Eagerly the ids are checked here, with the row in the message; a graph's GatherElements
+  // checks them at run time (the offset below makes a negative id out of its range too).
+  if (!active_trace_hook()) {
+    const std::vector<int64_t> ids = targets.to_int64_vector();
+    for (int64_t i = 0; i < n; ++i)
+      if (ids[i] != ignore_index && (ids[i] < 0 || ids[i] >= c))
+        throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, loss, ": target ", i, " is ", ids[i],
+                                         ", outside the ", c, " classes [0, ", c - 1, "] (ignore_index is ",
+                                         ignore_index, ")"));
   }
-  return {Tensor::from_vector(w, {n, c}).to(like.dtype()), counted};
-}
-
-// -sum(log_probs * w) / counted; 0 rows counted gives NaN, as torch's mean over no rows does.
-Tensor weighted_nll(const Tensor& log_probs, const std::pair<Tensor, int64_t>& w) {
-  return neg(div(sum(mul(log_probs, w.first)), Tensor::full({}, double(w.second), log_probs.dtype())));
+  // Comparisons give bool tensors, which nn::DType does not name: cast by the ONNX op.
+  auto cast = [](const Tensor& flags, DType to) {
+    return apply1({"Cast"}, {flags}, {{"to", gearbox::attr_int(static_cast<int64_t>(to_internal(to)))}});
+  };
+  Tensor kept = apply1({"Not"}, {apply1({"Equal"}, {targets, int64s({ignore_index})})});
+  Tensor ids = mul(targets, cast(kept, DType::Int64));  // an ignored row reads class 0, weighted 0
+  Tensor negative = cast(apply1({"Less"}, {ids, int64s({0})}), DType::Int64);
+  ids = reshape(add(ids, mul(negative, int64s({int64_t{1} << 62}))), {n, 1});
+  Tensor weight = reshape(cast(kept, log_probs.dtype()), {n, 1});
+  Tensor per_row = apply1({"GatherElements"}, {log_probs, ids}, {{"axis", gearbox::attr_int(1)}});
+  if (smoothing > 0)
+    per_row = add(mul(per_row, scalar_like(log_probs, 1 - smoothing)),
+                  mul(sum(log_probs, {1}, true), scalar_like(log_probs, smoothing / double(c))));
+  return neg(div(sum(mul(per_row, weight)), sum(weight)));
 }
 
 }  // namespace
@@ -49,8 +56,7 @@ Tensor weighted_nll(const Tensor& log_probs, const std::pair<Tensor, int64_t>& w
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, const CrossEntropyOptions& options) {
   amp::Float32Region fp32;
   const Tensor logits = fp32.input(logits_in);
-  auto w = target_weights("cross_entropy", logits, targets, options.ignore_index, options.label_smoothing);
-  return weighted_nll(log_softmax(logits, 1), w);
+  return targets_nll("cross_entropy", log_softmax(logits, 1), targets, options.ignore_index, options.label_smoothing);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) { return cross_entropy(logits, targets, {}); }
@@ -58,7 +64,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) { return cross
 Tensor nll_loss(const Tensor& log_probs_in, const Tensor& targets, int64_t ignore_index) {
   amp::Float32Region fp32;
   const Tensor log_probs = fp32.input(log_probs_in);
-  return weighted_nll(log_probs, target_weights("nll_loss", log_probs, targets, ignore_index, 0.0));
+  return targets_nll("nll_loss", log_probs, targets, ignore_index, 0.0);
 }
 
 Tensor mse_loss(const Tensor& input_in, const Tensor& target_in) {

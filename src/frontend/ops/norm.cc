@@ -1,5 +1,6 @@
-// Normalizations: batch_norm (ONNX BatchNormalization, training mode from opset 14) and
-// layer_norm (LayerNormalization-17), with torch's running-statistics convention.
+// Normalizations: batch_norm (ONNX BatchNormalization, training mode from opset 14),
+// layer_norm (LayerNormalization-17), with torch's running-statistics convention, and
+// group_norm (a LayerNormalization over each group, so its gradient is LayerNormalization's).
 #include <cmath>
 
 #include "frontend/amp/autocast.h"
@@ -28,17 +29,13 @@ void check_channel_vector(const Tensor& t, int64_t c, const Tensor& x, const cha
 }
 
 // torch's update: running = (1 - m) running + m batch, with the unbiased variance
-// (n / (n - 1)) in running_var; in double, stored in the buffer's dtype.
+// (n / (n - 1)) in running_var; in float64 as torch's CPU kernel accumulates, stored in the
+// buffer's dtype. Tensor ops, so that a training graph computes it on every run.
 void update_running(Tensor& running, const Tensor& batch, double momentum, double correction) {
-  std::vector<double> r = running.to_double_vector(), b = batch.to_double_vector();
-  for (size_t i = 0; i < r.size(); ++i) r[i] = momentum * b[i] * correction + (1 - momentum) * r[i];
-  if (running.dtype() == DType::Float32) {
-    auto* p = static_cast<float*>(running.mutable_data());
-    for (size_t i = 0; i < r.size(); ++i) p[i] = static_cast<float>(r[i]);
-  } else {
-    auto* p = static_cast<double*>(running.mutable_data());
-    for (size_t i = 0; i < r.size(); ++i) p[i] = r[i];
-  }
+  auto scalar = [](double v) { return Tensor::full({}, v, DType::Float64); };
+  Tensor updated = add(mul(batch.to(DType::Float64), scalar(momentum * correction)),
+                       mul(running.to(DType::Float64), scalar(1 - momentum)));
+  assign_state(running, updated.to(running.dtype()), "batch_norm's running statistics");
 }
 
 }  // namespace
@@ -76,10 +73,8 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   std::vector<Tensor> outs =
       apply({"BatchNormalization"}, {x, scale, shift, filled(x, {c}, 0.0), filled(x, {c}, 1.0)}, attrs, 3);
   if (training && running_mean.defined()) {
-    refuse_while_tracing("batch_norm in training mode",
-                         "it updates the running statistics on the host from this batch's; call eval() on the "
-                         "module before tracing (graph mode is for inference)");
     NoGradGuard no_grad;
+    amp::AutocastSuspended no_autocast;  // the buffers keep their dtype
     const double n = static_cast<double>(per_channel);
     update_running(running_mean, outs[1], momentum, 1.0);
     update_running(running_var, outs[2], momentum, n / (n - 1));
@@ -105,6 +100,30 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape,
   const int64_t axis = static_cast<int64_t>(x.rank() - k);
   return apply1({"LayerNormalization"}, {x, weight.defined() ? weight : filled(x, normalized_shape, 1.0), bias},
                 {{"axis", gearbox::attr_int(axis)}, {"epsilon", gearbox::attr_float(static_cast<float>(eps))}});
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  const bool shape_ok =
+      x.defined() && x.dtype() != DType::Int64 && x.rank() >= 2 && num_groups >= 1 && x.dim(1) % num_groups == 0;
+  if (!shape_ok)
+    throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "group_norm: input ", x.describe(),
+                                     " must be a float tensor [N, C, ...] with C divisible by num_groups ",
+                                     num_groups));
+  const int64_t n = x.dim(0), c = x.dim(1);
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined() && (t->rank() != 1 || t->dim(0) != c || !dtype_fits(*t, x)))
+      throw_status(gearbox::make_error(gearbox::ErrorCode::SHAPE_MISMATCH, "group_norm: weight ", weight.describe(),
+                                       " and bias ", bias.describe(), " must be ", dtype_name(x.dtype()), "[", c,
+                                       "] (C of input ", x.describe(), ")"));
+  const int64_t per_group = x.numel() / (n * num_groups);
+  Tensor y =
+      reshape(layer_norm(reshape(x, {n, num_groups, per_group}), {per_group}, Tensor(), Tensor(), eps), x.shape());
+  // The affine per channel: [C] as [1, C, 1, ...] broadcasts over the batch and positions.
+  std::vector<int64_t> channel_shape(x.rank(), 1);
+  channel_shape[1] = c;
+  if (weight.defined()) y = mul(y, reshape(weight, channel_shape));
+  if (bias.defined()) y = add(y, reshape(bias, channel_shape));
+  return y;
 }
 
 }  // namespace gbx::nn

@@ -1,5 +1,7 @@
-// Gradient of Gather on axis 0 (nn::embedding): the output gradient's rows scatter-added
-// (ScatterND, reduction add) into zeros of the data's shape, so repeated ids sum.
+// Gradients of Gather on axis 0 (nn::embedding): the output gradient's rows scatter-added
+// (ScatterND, reduction add) into zeros of the data's shape, so repeated ids sum; and of
+// GatherElements (the class-id losses): the output gradient scatter-added (ScatterElements)
+// at the same indices on the same axis.
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/ops/internal.h"
 
@@ -19,6 +21,14 @@ void register_gather_gradients(GradientRegistry& r) {
         apply1({"ScatterND"}, {Tensor::zeros(data.shape(), data.dtype()), reshape(ids, {-1, 1}), reshape(g[0], rows)},
                {{"reduction", gearbox::attr_string("add")}}),
         Tensor()};
+  });
+  r.add("", "GatherElements", [](const TapeNode& n, const std::vector<Tensor>& g) -> std::vector<Tensor> {
+    const Tensor& data = n.inputs[0];
+    auto it = n.attrs.find("axis");
+    const int64_t axis = it == n.attrs.end() ? 0 : it->second.i;
+    return {apply1({"ScatterElements"}, {Tensor::zeros(data.shape(), data.dtype()), n.inputs[1], g[0]},
+                   {{"axis", gearbox::attr_int(axis)}, {"reduction", gearbox::attr_string("add")}}),
+            Tensor()};
   });
 }
 
