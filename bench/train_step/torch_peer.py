@@ -19,14 +19,17 @@ from torch_reference import DigitsCnn  # noqa: E402
 
 
 class DigitsTransformer(torch.nn.Module):
+    """torch_reference.py's DigitsTransformer (two encoder layers) at any width."""
+
     def __init__(self, width):
         super().__init__()
         self.embed = torch.nn.Linear(8, width)
         self.encoder = torch.nn.TransformerEncoderLayer(width, 4, 2 * width, dropout=0.0, batch_first=True)
+        self.encoder2 = torch.nn.TransformerEncoderLayer(width, 4, 2 * width, dropout=0.0, batch_first=True)
         self.head = torch.nn.Linear(width, 10)
 
     def forward(self, x):
-        return self.head(self.encoder(self.embed(x.reshape(-1, 8, 8))).mean(dim=1))
+        return self.head(self.encoder2(self.encoder(self.embed(x.reshape(-1, 8, 8)))).mean(dim=1))
 
 
 def main():

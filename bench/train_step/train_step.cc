@@ -6,8 +6,8 @@
 //   build/bench/gearbox_bench_train_step cnn|transformer eager|graph [BATCH] [STEPS] [WIDTH]
 //
 // cnn: the digits CNN of examples/digits_cnn.h on [BATCH, 1, 8, 8] (WIDTH unused).
-// transformer: each digit's 8 rows as a sequence, a linear embedding to WIDTH (16), one post-norm
-// TransformerEncoderLayer (4 heads, feed-forward 2 x WIDTH, dropout 0), the mean over the
+// transformer: each digit's 8 rows as a sequence, a linear embedding to WIDTH (16), two post-norm
+// TransformerEncoderLayers (4 heads, feed-forward 2 x WIDTH, dropout 0), the mean over the
 // sequence, a linear head to 10 classes (tests/frontend's DigitsTransformer).
 #include <algorithm>
 #include <chrono>
@@ -28,22 +28,26 @@ namespace {
 
 class DigitsTransformer : public nn::Module {
  public:
-  explicit DigitsTransformer(int64_t width)
-      : embed_(std::make_shared<nn::Linear>(8, width)),
-        encoder_(std::make_shared<nn::TransformerEncoderLayer>(
-            width, 4,
-            nn::TransformerEncoderLayerOptions{.dim_feedforward = 2 * width, .dropout = 0.0, .batch_first = true})),
-        head_(std::make_shared<nn::Linear>(width, 10)) {
+  explicit DigitsTransformer(int64_t width) : embed_(std::make_shared<nn::Linear>(8, width)) {
     register_module("embed", embed_);
-    register_module("encoder", encoder_);
+    for (const char* name : {"encoder", "encoder2"}) {
+      encoders_.push_back(std::make_shared<nn::TransformerEncoderLayer>(
+          width, 4,
+          nn::TransformerEncoderLayerOptions{.dim_feedforward = 2 * width, .dropout = 0.0, .batch_first = true}));
+      register_module(name, encoders_.back());
+    }
+    head_ = std::make_shared<nn::Linear>(width, 10);
     register_module("head", head_);
   }
   nn::Tensor forward(const nn::Tensor& x) override {
-    return (*head_)(nn::mean((*encoder_)((*embed_)(nn::reshape(x, {-1, 8, 8}))), {1}));
+    nn::Tensor h = (*embed_)(nn::reshape(x, {-1, 8, 8}));
+    for (auto& encoder : encoders_) h = (*encoder)(h);
+    return (*head_)(nn::mean(h, {1}));
   }
 
  private:
-  std::shared_ptr<nn::Module> embed_, encoder_, head_;
+  std::shared_ptr<nn::Module> embed_, head_;
+  std::vector<std::shared_ptr<nn::Module>> encoders_;
 };
 
 double percentile(std::vector<double> v, double q) {

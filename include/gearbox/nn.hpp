@@ -146,6 +146,33 @@ bool grad_enabled();
 // Seeds the generator behind Tensor::uniform/randn and the layers' initializers.
 void manual_seed(uint64_t seed);
 
+// torch.nn.init: explicit initializers, in place on a float tensor (a parameter, under no
+// tape), drawing from the manual_seed generator. Fans as torch computes them for a weight
+// [out, in, k...]: fan_in = in * prod(k), fan_out = out * prod(k). INVALID_ARGUMENT for a
+// tensor with fewer than 2 dims where a fan is needed, or an unknown nonlinearity.
+namespace init {
+enum class FanMode { FanIn, FanOut };
+// torch.nn.init.calculate_gain: linear, conv*, sigmoid 1; tanh 5/3; relu sqrt(2); leaky_relu
+// sqrt(2 / (1 + param^2)); selu 3/4.
+double calculate_gain(const std::string& nonlinearity, double param = 0.01);
+// {fan_in, fan_out}.
+std::pair<int64_t, int64_t> fans(const Tensor& weight);
+void uniform_(Tensor& t, double low = 0.0, double high = 1.0);
+void normal_(Tensor& t, double mean = 0.0, double std = 1.0);
+void constant_(Tensor& t, double value);
+void zeros_(Tensor& t);
+void ones_(Tensor& t);
+// U(±gain sqrt(6 / (fan_in + fan_out))) and N(0, gain sqrt(2 / (fan_in + fan_out))).
+void xavier_uniform_(Tensor& t, double gain = 1.0);
+void xavier_normal_(Tensor& t, double gain = 1.0);
+// U(±gain sqrt(3 / fan)) and N(0, gain / sqrt(fan)), gain = calculate_gain(nonlinearity, a),
+// fan by `mode` (torch's defaults: a = 0, fan_in, leaky_relu).
+void kaiming_uniform_(Tensor& t, double a = 0.0, FanMode mode = FanMode::FanIn,
+                      const std::string& nonlinearity = "leaky_relu");
+void kaiming_normal_(Tensor& t, double a = 0.0, FanMode mode = FanMode::FanIn,
+                     const std::string& nonlinearity = "leaky_relu");
+}  // namespace init
+
 // ---- ops (each with a gradient) -------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

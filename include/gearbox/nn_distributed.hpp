@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gearbox/nn.hpp"
+#include "gearbox/nn_data.hpp"  // index_rows, seeded_permutation (the sampler's shuffle)
 
 namespace gearbox::comm {
 class Communicator;
@@ -151,8 +152,7 @@ class DistributedSampler {
   int64_t num_samples_;
 };
 
-// Rows `indices` of x (along axis 0), as a new tensor: a sampler's batch of a data set.
-Tensor index_rows(const Tensor& x, const std::vector<int64_t>& indices);
+// nn::index_rows(x, indices) (gearbox/nn_data.hpp) makes a sampler's indices a batch of x.
 
 // ---- tensor parallelism ------------------------------------------------------------------
 // Megatron-LM's layers: every rank of `group` sees the same input and holds a slice of each

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
 
 #include "gearbox/nn.hpp"
+#include "torch_refs.h"
 
 namespace gbx::nn {
 namespace {
@@ -138,6 +140,80 @@ TEST(NnModule, Conv1dConvTranspose2dGroupNormBatchNorm1d) {
   EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 2, 3, 3}), Tensor::zeros({3, 2, 3, 3})), Error);  // C_in
   EXPECT_THROW(conv_transpose2d(Tensor::zeros({1, 2, 3, 3}), Tensor::zeros({2, 2, 3, 3}), Tensor(), {1}, {0}, {1}),
                Error);  // output_padding not below the stride or the dilation
+}
+
+// nn::init: the gains and fans equal torch.nn.init's (torch_reference.py's init/); each
+// initializer's draws have the bound or spread its formula gives, in place (the same tensor,
+// its dtype kept); constants exact; bad uses refused.
+TEST(NnInit, GainsFansAndDistributionsFollowTorch) {
+  const std::vector<double> gains = testing::load(testing::kRefDir + "/init/gains.npy").to_double_vector();
+  const std::vector<std::pair<std::string, double>> cases{{"linear", 0.0},
+                                                          {"conv2d", 0.0},
+                                                          {"sigmoid", 0.0},
+                                                          {"tanh", 0.0},
+                                                          {"relu", 0.0},
+                                                          {"leaky_relu", 0.01},
+                                                          {"leaky_relu", std::sqrt(5.0)},
+                                                          {"selu", 0.0}};
+  ASSERT_EQ(gains.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i)
+    EXPECT_NEAR(init::calculate_gain(cases[i].first, cases[i].second), gains[i], 1e-12) << cases[i].first;
+  const std::vector<int64_t> fans = testing::load(testing::kRefDir + "/init/fans.npy").to_int64_vector();
+  const std::vector<std::vector<int64_t>> shapes{{7, 3}, {4, 6, 5}, {8, 2, 3, 3}, {2, 3, 2, 2, 2}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto [in, out] = init::fans(Tensor::zeros(shapes[i]));
+    EXPECT_EQ(in, fans[2 * i]) << i;
+    EXPECT_EQ(out, fans[2 * i + 1]) << i;
+  }
+
+  manual_seed(6);
+  auto spread = [](const Tensor& t) {
+    std::vector<double> v = t.to_double_vector();
+    double sum = 0, sq = 0, lo = v[0], hi = v[0];
+    for (double e : v) sum += e, sq += e * e, lo = std::min(lo, e), hi = std::max(hi, e);
+    const double n = static_cast<double>(v.size()), mean = sum / n;
+    return std::array<double, 4>{mean, std::sqrt(sq / n - mean * mean), lo, hi};
+  };
+  Tensor w = Tensor::zeros({200, 100, 3});  // fan_in 300, fan_out 600: 60,000 draws
+  const void* storage = w.data();
+  init::xavier_uniform_(w, 2.0);
+  auto s = spread(w);
+  const double xb = 2.0 * std::sqrt(6.0 / 900.0);
+  EXPECT_GE(s[2], -xb);
+  EXPECT_LE(s[3], xb);
+  EXPECT_GT(s[3], 0.99 * xb);
+  EXPECT_EQ(w.data(), storage) << "in place";
+  init::kaiming_normal_(w, 0.0, init::FanMode::FanOut, "relu");
+  s = spread(w);
+  EXPECT_NEAR(s[1], std::sqrt(2.0) / std::sqrt(600.0), 0.02 * std::sqrt(2.0 / 600.0));  // sd of the sd: ~0.3%
+  EXPECT_NEAR(s[0], 0.0, 0.01 * s[1]);
+  init::kaiming_uniform_(w, std::sqrt(5.0));  // the layers' default: U(±1/sqrt(fan_in))
+  s = spread(w);
+  EXPECT_LE(s[3], 1.0 / std::sqrt(300.0) * (1 + 1e-12));
+  EXPECT_GT(s[3], 0.99 / std::sqrt(300.0));
+  init::xavier_normal_(w);
+  EXPECT_NEAR(spread(w)[1], std::sqrt(2.0 / 900.0), 0.02 * std::sqrt(2.0 / 900.0));
+  init::normal_(w, 3.0, 0.5);
+  s = spread(w);
+  EXPECT_NEAR(s[0], 3.0, 0.01);
+  EXPECT_NEAR(s[1], 0.5, 0.01);
+  Tensor d = Tensor::zeros({4, 5}, DType::Float64);
+  init::uniform_(d, -2.0, -1.0);
+  s = spread(d);
+  EXPECT_EQ(d.dtype(), DType::Float64);
+  EXPECT_GE(s[2], -2.0);
+  EXPECT_LT(s[3], -1.0);
+  init::constant_(d, 0.25);
+  EXPECT_EQ(d.to_double_vector(), std::vector<double>(20, 0.25));
+  init::ones_(d);
+  EXPECT_EQ(d.to_double_vector(), std::vector<double>(20, 1.0));
+  init::zeros_(d);
+  EXPECT_EQ(d.to_double_vector(), std::vector<double>(20, 0.0));
+  Tensor bias = Tensor::zeros({5});
+  EXPECT_THROW(init::xavier_uniform_(bias), Error);  // no fans for 1 dim
+  EXPECT_THROW(init::calculate_gain("swish"), Error);
+  Tensor ids = Tensor::zeros({3, 3}, DType::Int64);
+  EXPECT_THROW(init::ones_(ids), Error);
 }
 
 // BatchNorm2d in train(): batch statistics, running_mean/var moved by momentum 0.1 towards

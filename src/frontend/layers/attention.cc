@@ -19,8 +19,8 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, Mul
                                      " must be in [0, 1)"));
   // torch: xavier_uniform_ on the stacked [3E, E] projection (fan_in E, fan_out 3E), zero
   // biases, out_proj's weight as a Linear's.
-  const double bound = std::sqrt(6.0 / double(embed_dim + 3 * embed_dim));
-  in_proj_weight_ = register_parameter("in_proj_weight", Tensor::uniform({3 * embed_dim, embed_dim}, -bound, bound));
+  in_proj_weight_ = register_parameter("in_proj_weight", Tensor::zeros({3 * embed_dim, embed_dim}));
+  init::xavier_uniform_(in_proj_weight_);
   if (opt_.bias) in_proj_bias_ = register_parameter("in_proj_bias", Tensor::zeros({3 * embed_dim}));
   out_proj_ = std::make_shared<Linear>(embed_dim, embed_dim, opt_.bias);
   if (opt_.bias) {

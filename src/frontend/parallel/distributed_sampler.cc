@@ -1,9 +1,10 @@
-// nn::DistributedSampler (torch.utils.data.DistributedSampler's sharding rule) and index_rows,
-// which turns a sampler's indices into a batch.
-#include <cstring>
-#include <random>
+// nn::DistributedSampler (torch.utils.data.DistributedSampler's sharding rule). Its shuffle,
+// seeded_permutation, and index_rows, which turns its indices into a batch, are in
+// src/frontend/data/data_loader.cc, shared with nn::DataLoader.
+#include <numeric>
 
-#include "frontend/tensor_impl.h"
+#include "frontend/tensor_impl.h"  // throw_status
+#include "gearbox/nn_data.hpp"
 #include "gearbox/nn_distributed.hpp"
 
 namespace gbx::nn {
@@ -20,20 +21,13 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, int num_replicas, i
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
-  std::vector<int64_t> all(static_cast<size_t>(dataset_size_));
-  for (int64_t i = 0; i < dataset_size_; ++i) all[static_cast<size_t>(i)] = i;
-  if (opt_.shuffle && dataset_size_ > 1) {
-    // Fisher-Yates with mt19937_64, drawing j by rejection (not std::uniform_int_distribution or
-    // std::shuffle, whose algorithms the standard leaves to the library): every rank, every build
-    // and every standard library draw the same permutation.
-    std::mt19937_64 gen(opt_.seed + epoch_);
-    for (uint64_t i = static_cast<uint64_t>(dataset_size_) - 1; i > 0; --i) {
-      const uint64_t range = i + 1, limit = UINT64_MAX - UINT64_MAX % range;
-      uint64_t r;
-      do r = gen();
-      while (r >= limit);
-      std::swap(all[i], all[r % range]);
-    }
+  // Every rank draws the same permutation (nn_data.hpp: the same on every build and library).
+  std::vector<int64_t> all;
+  if (opt_.shuffle) {
+    all = seeded_permutation(dataset_size_, opt_.seed + epoch_);
+  } else {
+    all.resize(static_cast<size_t>(dataset_size_));
+    std::iota(all.begin(), all.end(), int64_t{0});
   }
   const int64_t total = total_size();
   if (total > dataset_size_) {
@@ -46,28 +40,6 @@ std::vector<int64_t> DistributedSampler::indices() const {
   mine.reserve(static_cast<size_t>(num_samples_));
   for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(all[static_cast<size_t>(i)]);
   return mine;
-}
-
-Tensor index_rows(const Tensor& x, const std::vector<int64_t>& indices) {
-  const gearbox::Tensor& v = value_of(x, "index_rows");
-  if (v.rank() < 1)
-    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "index_rows on ", gearbox::describe(v),
-                                     ": needs at least one axis"));
-  gearbox::Dims dims = v.dims();
-  const int64_t rows = dims[0];
-  const size_t row_bytes = rows == 0 ? 0 : v.nbytes() / static_cast<size_t>(rows);
-  dims[0] = static_cast<int64_t>(indices.size());
-  gearbox::Tensor out(v.dtype(), dims);
-  char* dst = static_cast<char*>(out.mutable_raw());
-  const char* src = static_cast<const char*>(v.raw());
-  for (size_t k = 0; k < indices.size(); ++k) {
-    const int64_t i = indices[k];
-    if (i < 0 || i >= rows)
-      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT, "index_rows: index ", i,
-                                       " out of range for ", gearbox::describe(v)));
-    std::memcpy(dst + k * row_bytes, src + static_cast<size_t>(i) * row_bytes, row_bytes);
-  }
-  return wrap(std::move(out));
 }
 
 }  // namespace gbx::nn
