@@ -175,7 +175,7 @@ void Tensor::backward(const Tensor& grad_output) const {
   }
   NoGradGuard no_grad;                 // the backward ops themselves are not recorded
   amp::AutocastSuspended no_autocast;  // and run in their forward ops' dtypes
-  if (!impl_->grad_fn) {  // a leaf: its own gradient is the seed
+  if (!impl_->grad_fn) {               // a leaf: its own gradient is the seed
     impl_->grad = accumulate(impl_->grad.defined() ? wrap(impl_->grad) : Tensor(), seed).impl()->value;
     if (!impl_->post_accumulate_grad_hooks.empty()) run_post_accumulate_grad_hooks(*impl_);
     return;
