@@ -225,6 +225,11 @@ std::vector<OpDescriptor> build_table() {
            [](OpDescriptor& d) {
              d.in_place = {{0, 0}};
            }),
+      // Relu's gradient (dY, Y) -> dX, from the autodiff too.
+      with(fused_op("ReluGrad", OpKind::ElementwiseBinary),
+           [](OpDescriptor& d) {
+             d.in_place = {{0, 0}};
+           }),
       // element-wise over broadcast inputs
       binary("Add"),
       binary("Sub"),
@@ -342,6 +347,9 @@ std::vector<OpDescriptor> build_table() {
       of("CumSum", OpKind::Reduction),
       // normalizations
       of("BatchNormalization", OpKind::Normalization),
+      // Training-mode BatchNormalization's gradient (dY, X, scale, mean, var) -> (dX, dscale,
+      // dbias), from the autodiff.
+      fused_op("BatchNormalizationGrad", OpKind::Normalization),
       of("InstanceNormalization", OpKind::Normalization),
       of("GroupNormalization", OpKind::Normalization),
       of("LayerNormalization", OpKind::Normalization),
@@ -356,6 +364,8 @@ std::vector<OpDescriptor> build_table() {
       // pooling
       of("AveragePool", OpKind::Pooling),
       of("MaxPool", OpKind::Pooling),
+      // MaxPool's gradient (dY, Indices, shape) -> dX, from the autodiff.
+      fused_op("MaxPoolGrad", OpKind::Pooling),
       of("LpPool", OpKind::Pooling),
       of("GlobalAveragePool", OpKind::Pooling),
       of("GlobalMaxPool", OpKind::Pooling),

@@ -332,7 +332,7 @@ TEST_P(DigitsCnnTraining, LossPerStepMatchesTorch) {
   std::unique_ptr<Optimizer> opt;
   if (name == "sgd")
     opt = std::make_unique<SGD>(net.parameters(), SGDOptions{.lr = 0.01, .momentum = 0.9, .weight_decay = 1e-4});
-  else opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 5e-4, .weight_decay = 1e-2});
+  else opt = std::make_unique<AdamW>(net.parameters(), AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
   CrossEntropyTrainer trainer(net, mode);
   const int64_t batch = 64, batches = x.dim(0) / batch;
   double worst = 0;

@@ -181,6 +181,25 @@ TEST(Activations, ReluFloatIntAndErrors) {
   EXPECT_EQ(run_code("Relu", 14, {tensor<bool>({true})}), ErrorCode::DTYPE_UNSUPPORTED);
 }
 
+TEST(Activations, ReluGradPassesTheGradientWhereTheOutputIsPositive) {
+  // com.gearbox.ReluGrad(dY, Y): dY where Y > 0, else 0, as torch's threshold_backward (a NaN
+  // output passes nothing).
+  auto grad = [](std::vector<Tensor> in) {
+    KernelCall call = make_call("ReluGrad", 1, std::move(in));
+    call.domain = "com.gearbox";
+    return run_kernel(call);
+  };
+  auto r = grad({f32({5, 6, 7, 8, kNaN}), f32({-1.5f, 0, 2, std::nanf(""), 3})});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_close(r.value()[0], {0, 0, 7, 0, kNaN});
+  r = grad({f16({2, 3}), f16({1, -1})});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_exact(r.value()[0], {2, 0});
+  EXPECT_EQ(grad({f32({1, 2}), f32({1, 2, 3})}).status().code(), ErrorCode::SHAPE_MISMATCH);  // no broadcasting
+  EXPECT_EQ(grad({f32({1}), tensor<double>({1})}).status().code(), ErrorCode::DTYPE_UNSUPPORTED);
+  EXPECT_EQ(grad({tensor<int32_t>({1}), tensor<int32_t>({1})}).status().code(), ErrorCode::DTYPE_UNSUPPORTED);
+}
+
 TEST(Activations, LeakyReluSpecialValues) {
   expect_close(run1("LeakyRelu", 16, {f32({std::nanf(""), -INFINITY, INFINITY, -0.0f, -2})}),
                {kNaN, -kInf, kInf, 0, -0.02});

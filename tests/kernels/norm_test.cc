@@ -1,10 +1,12 @@
 // Tests for BatchNormalization (inference and training mode), InstanceNormalization,
 // LayerNormalization (with Mean/InvStdDev), LRN, MeanVarianceNormalization and
 // LpNormalization, with expected values from torch.nn.functional computed when the test was
-// written or by hand.
+// written or by hand; and com.gearbox.BatchNormalizationGrad against central differences of the
+// training-mode BatchNormalization kernel.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,115 @@ TEST(BatchNorm, TrainingModeUsesBatchStatistics) {
   expect_near(out.value()[0], {float(-3 / s5), float(-1 / s5), float(1 / s5), float(3 / s5)}, 1e-6);
   expect_near(out.value()[1], {0.4f}, 1e-6);         // 0 * 0.9 + 4 * 0.1
   expect_near(out.value()[2], {0.9f + 0.5f}, 1e-6);  // 1 * 0.9 + 5 * 0.1
+}
+
+// Training-mode BatchNormalization (momentum 0: outputs 1 and 2 are the batch mean and
+// population variance) in float64.
+std::vector<Tensor> bn_train(const Tensor& x, const Tensor& scale, const Tensor& bias, float eps) {
+  const int64_t c = x.dim(1);
+  Tensor ones(DType::F64, {c});
+  for (int64_t i = 0; i < c; ++i) ones.data<double>()[i] = 1.0;
+  KernelCall call = make_call("BatchNormalization", 15, {x, scale, bias, Tensor(DType::F64, {c}), ones});
+  call.attrs["training_mode"] = attr_int(1);
+  call.attrs["momentum"] = attr_float(0.0f);
+  call.attrs["epsilon"] = attr_float(eps);
+  call.num_outputs = 3;
+  auto out = run_kernel(call);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? out.value() : std::vector<Tensor>{};
+}
+
+KernelCall bn_grad_call(const Tensor& dy, const Tensor& x, const Tensor& scale, const Tensor& mean, const Tensor& var,
+                        float eps) {
+  KernelCall call = make_call("BatchNormalizationGrad", 1, {dy, x, scale, mean, var});
+  call.domain = "com.gearbox";
+  call.attrs["epsilon"] = attr_float(eps);
+  call.num_outputs = 3;
+  return call;
+}
+
+// t in dtype `to`, by the Cast kernel.
+Tensor cast(const Tensor& t, DType to) {
+  KernelCall call = make_call("Cast", 19, {t});
+  call.attrs["to"] = attr_int(static_cast<int64_t>(to));
+  auto out = run_kernel(call);
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  return out.ok() ? out.value()[0] : Tensor();
+}
+
+Tensor random_f64(Dims dims, std::mt19937& g, double lo = -2, double hi = 2) {
+  Tensor t(DType::F64, std::move(dims));
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = u(g);
+  return t;
+}
+
+TEST(BatchNormGrad, MatchesCentralDifferencesOfTheTrainingForward) {
+  // L = sum(dY * BN(x; scale, bias)) with the batch statistics: dL/dx, dL/dscale, dL/dbias by
+  // central differences of the forward kernel, against the gradient kernel.
+  std::mt19937 g(3);
+  const float eps = 1e-3f;
+  for (const Dims& dims : std::vector<Dims>{{4, 3, 2, 3}, {5, 2}, {2, 3, 7}}) {
+    const int64_t c = dims[1];
+    Tensor x = random_f64(dims, g), dy = random_f64(dims, g), scale = random_f64({c}, g, 0.5, 2),
+           bias = random_f64({c}, g);
+    auto loss = [&](const Tensor& xv, const Tensor& sv, const Tensor& bv) {
+      const Tensor y = bn_train(xv, sv, bv, eps)[0];
+      double l = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) l += y.data<double>()[i] * dy.data<double>()[i];
+      return l;
+    };
+    const std::vector<Tensor> fwd = bn_train(x, scale, bias, eps);
+    auto out = run_kernel(bn_grad_call(dy, x, scale, fwd[1], fwd[2], eps));
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    const Tensor* params[3] = {&x, &scale, &bias};
+    for (size_t p = 0; p < 3; ++p) {
+      ASSERT_EQ(out.value()[p].dims(), params[p]->dims());
+      for (int64_t i = 0; i < params[p]->numel(); ++i) {
+        Tensor plus[3] = {x.clone(), scale.clone(), bias.clone()}, minus[3] = {x.clone(), scale.clone(), bias.clone()};
+        const double h = 1e-6;
+        plus[p].data<double>()[i] += h;
+        minus[p].data<double>()[i] -= h;
+        const double numeric = (loss(plus[0], plus[1], plus[2]) - loss(minus[0], minus[1], minus[2])) / (2 * h);
+        EXPECT_NEAR(out.value()[p].data<double>()[i], numeric, 1e-6 * (1 + std::abs(numeric)))
+            << "input " << p << " element " << i << " of " << to_string(dims);
+      }
+    }
+  }
+}
+
+TEST(BatchNormGrad, Float32AndBfloat16FollowFloat64) {
+  std::mt19937 g(5);
+  Tensor x = random_f64({8, 4, 3, 3}, g), dy = random_f64({8, 4, 3, 3}, g), scale = random_f64({4}, g, 0.5, 2);
+  const std::vector<Tensor> fwd = bn_train(x, scale, random_f64({4}, g), 1e-5f);
+  auto want = run_kernel(bn_grad_call(dy, x, scale, fwd[1], fwd[2], 1e-5f));
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  for (DType dt : {DType::F32, DType::BF16}) {
+    auto to = [&](const Tensor& t) { return cast(t, dt); };
+    auto got = run_kernel(bn_grad_call(to(dy), to(x), to(scale), to(fwd[1]), to(fwd[2]), 1e-5f));
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    const double tol = dt == DType::F32 ? 1e-5 : 0.1;
+    for (size_t k = 0; k < 3; ++k) {
+      ASSERT_EQ(got.value()[k].dtype(), dt);
+      for (int64_t i = 0; i < want.value()[k].numel(); ++i)
+        EXPECT_NEAR(got.value()[k].at_double(i), want.value()[k].at_double(i),
+                    tol * (1 + std::abs(want.value()[k].at_double(i))))
+            << dtype_name(dt) << " output " << k << " element " << i;
+    }
+  }
+}
+
+TEST(BatchNormGrad, BadShapesAndDtypesAreErrors) {
+  std::mt19937 g(7);
+  Tensor x = random_f64({2, 3, 4}, g), v = random_f64({3}, g, 0.5, 1);
+  auto code = [](const KernelCall& call) { return run_kernel(call).status().code(); };
+  EXPECT_EQ(code(bn_grad_call(random_f64({2, 3, 5}, g), x, v, v, v, 1e-5f)), ErrorCode::SHAPE_MISMATCH);  // dY
+  EXPECT_EQ(code(bn_grad_call(x, x, random_f64({4}, g), v, v, 1e-5f)), ErrorCode::SHAPE_MISMATCH);        // scale
+  EXPECT_EQ(code(bn_grad_call(x, x, v, cast(v, DType::F32), v, 1e-5f)), ErrorCode::SHAPE_MISMATCH);       // mean dtype
+  EXPECT_EQ(code(bn_grad_call(random_f64({3}, g), random_f64({3}, g), v, v, v, 1e-5f)),
+            ErrorCode::SHAPE_MISMATCH);  // rank 1
+  EXPECT_EQ(code(bn_grad_call(random_f64({0, 3}, g), random_f64({0, 3}, g), v, v, v, 1e-5f)),
+            ErrorCode::SHAPE_MISMATCH);  // empty batch
 }
 
 TEST(InstanceNorm, MatchesTorch) {

@@ -1,6 +1,7 @@
 // Tests for MaxPool (values and Indices), AveragePool (count_include_pad) and the global
 // pools, with expected values from torch (max_pool2d with return_indices, avg_pool2d)
-// computed when the test was written, and hand-computed global pools.
+// computed when the test was written, and hand-computed global pools; com.gearbox.MaxPoolGrad
+// against the MaxPool kernel's Indices.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -106,6 +107,62 @@ TEST(Pool, MissingKernelShapeIsAnError) {
   auto out = run_kernel(make_call("MaxPool", 12, {Tensor(DType::F32, {1, 1, 4, 4})}));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), ErrorCode::ATTRIBUTE_INVALID);
+}
+
+KernelCall max_pool_grad_call(const Tensor& dy, const Tensor& indices, std::vector<int64_t> shape) {
+  KernelCall call = make_call("MaxPoolGrad", 1, {dy, indices, Tensor::from_vector(shape)});
+  call.domain = "com.gearbox";
+  return call;
+}
+
+TEST(MaxPoolGrad, AddsEachGradientAtItsMaximumOverlappingWindowsIncluded) {
+  // Overlapping 3x2 windows (stride 1, padding 1): an input that is the maximum of several
+  // windows collects all their gradients; dX from the forward's Indices, summed here by hand.
+  KernelCall fwd = make_call("MaxPool", 12, {pool_input()});
+  fwd.attrs["kernel_shape"] = attr_ints({3, 2});
+  fwd.attrs["pads"] = attr_ints({1, 1, 1, 1});
+  fwd.num_outputs = 2;
+  auto pooled = run_kernel(fwd);
+  ASSERT_TRUE(pooled.ok()) << pooled.status().to_string();
+  const Tensor& ind = pooled.value()[1];
+  Tensor dy(DType::F32, ind.dims());
+  for (int64_t i = 0; i < dy.numel(); ++i) dy.data<float>()[i] = 0.5f + static_cast<float>(i % 7);
+  std::vector<double> want(30, 0.0);
+  std::vector<int> windows(30, 0);
+  for (int64_t i = 0; i < ind.numel(); ++i) {
+    want[static_cast<size_t>(ind.data<int64_t>()[i])] += dy.data<float>()[i];
+    ++windows[static_cast<size_t>(ind.data<int64_t>()[i])];
+  }
+  auto out = run_kernel(max_pool_grad_call(dy, ind, {1, 1, 5, 6}));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ(out.value()[0].dims(), (Dims{1, 1, 5, 6}));
+  int shared = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(out.value()[0].data<float>()[i], want[i]) << i;
+    shared += windows[i] > 1;
+  }
+  EXPECT_GT(shared, 0);
+}
+
+TEST(MaxPoolGrad, IndexMinusOnePassesNothingAndOthersOutsideAreErrors) {
+  Tensor dy = Tensor::from_vector<float>({1, 2, 3}, {1, 1, 1, 3});
+  auto out = run_kernel(max_pool_grad_call(dy, Tensor::from_vector<int64_t>({3, -1, 3}, {1, 1, 1, 3}), {1, 1, 2, 2}));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const std::vector<float> want{0, 0, 0, 4};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(out.value()[0].data<float>()[i], want[i]) << i;
+  for (int64_t bad : {4, -2})
+    EXPECT_EQ(run_kernel(max_pool_grad_call(dy, Tensor::from_vector<int64_t>({0, bad, 1}, {1, 1, 1, 3}), {1, 1, 2, 2}))
+                  .status()
+                  .code(),
+              ErrorCode::INVALID_ARGUMENT)
+        << bad;
+  EXPECT_EQ(
+      run_kernel(max_pool_grad_call(dy, Tensor::from_vector<int64_t>({0, 1, 2}, {1, 1, 1, 3}), {4})).status().code(),
+      ErrorCode::SHAPE_MISMATCH);  // rank
+  EXPECT_EQ(run_kernel(max_pool_grad_call(dy, Tensor::from_vector<int64_t>({0, 1}, {1, 1, 1, 2}), {1, 1, 2, 2}))
+                .status()
+                .code(),
+            ErrorCode::SHAPE_MISMATCH);  // Indices not dY's shape
 }
 
 }  // namespace

@@ -12,8 +12,10 @@ int64_t axis_of(const TapeNode& n) { return n.attrs.at("axis").i; }
 }  // namespace
 
 void register_activation_gradients(GradientRegistry& r) {
-  // sign(relu(x)) is 1 where x > 0 and 0 elsewhere (torch's convention at 0).
-  r.add("", "Relu", [](const TapeNode& n, const Grads& g) -> Grads { return {mul(g[0], sign(n.outputs[0]))}; });
+  // dY where relu(x) > 0, else 0 (torch's convention at 0), in one kernel.
+  r.add("", "Relu", [](const TapeNode& n, const Grads& g) -> Grads {
+    return {apply1({"ReluGrad", std::string(gearbox::kGearboxDomain), 1}, {g[0], n.outputs[0]})};
+  });
   r.add("", "Sigmoid", [](const TapeNode& n, const Grads& g) -> Grads {
     const Tensor& y = n.outputs[0];
     return {mul(g[0], mul(y, sub(scalar_like(y, 1.0), y)))};

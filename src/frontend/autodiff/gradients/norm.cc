@@ -1,12 +1,14 @@
-// Gradients of BatchNormalization (training mode: through the batch statistics; inference
-// mode: the running statistics are constants) and LayerNormalization, the closed forms torch
-// uses, written with eager ops. With x^ = (x - mean) * invstd and gg = g * scale:
+// Gradients of BatchNormalization (training mode: through the batch statistics, one fused
+// kernel, com.gearbox.BatchNormalizationGrad; inference mode: the running statistics are
+// constants) and LayerNormalization, the closed forms torch uses, written with eager ops. With
+// x^ = (x - mean) * invstd and gg = g * scale:
 //   dx = invstd * (gg - mean(gg) - x^ * mean(gg * x^))   (means over the normalized axes)
 //   dscale = sum(g * x^), dbias = sum(g)                 (over the other axes)
 #include <numeric>
 
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/ops/internal.h"
+#include "kernels/kernel.h"
 
 namespace gbx::nn {
 
@@ -42,15 +44,18 @@ void register_norm_gradients(GradientRegistry& r) {
                                          "the BatchNormalization training-mode gradient needs momentum=0 (the "
                                          "batch statistics as outputs 1 and 2), as nn::batch_norm records it"));
     }
-    const Tensor& mu = training ? n.outputs[1] : n.inputs[3];
-    const Tensor& var = training ? n.outputs[2] : n.inputs[4];
-    Tensor invstd = reshape(inv_std(var, attr_eps(n)), cshape);
-    Tensor xhat = mul(sub(x, reshape(mu, cshape)), invstd);
     const Tensor& gy = g[0];
-    Tensor gg = mul(gy, reshape(scale, cshape));
-    Tensor dx = training ? mul(invstd, sub(sub(gg, mean(gg, axes, true)), mul(xhat, mean(mul(gg, xhat), axes, true))))
-                         : mul(gg, invstd);
-    return {dx, sum(mul(gy, xhat), axes), sum(gy, axes), Tensor(), Tensor()};
+    if (training) {
+      // One fused kernel (its closed form is the one above, with mean and var the forward's
+      // batch statistics).
+      std::vector<Tensor> grads =
+          apply({"BatchNormalizationGrad", std::string(gearbox::kGearboxDomain), 1},
+                {gy, x, scale, n.outputs[1], n.outputs[2]}, {{"epsilon", gearbox::attr_float(attr_eps(n))}}, 3);
+      return {grads[0], grads[1], grads[2], Tensor(), Tensor()};
+    }
+    Tensor invstd = reshape(inv_std(n.inputs[4], attr_eps(n)), cshape);
+    Tensor xhat = mul(sub(x, reshape(n.inputs[3], cshape)), invstd);
+    return {mul(mul(gy, reshape(scale, cshape)), invstd), sum(mul(gy, xhat), axes), sum(gy, axes), Tensor(), Tensor()};
   });
   r.add("", "LayerNormalization", [](const TapeNode& n, const Grads& g) -> Grads {
     if (!g[0].defined()) return {};

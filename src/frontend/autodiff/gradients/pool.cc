@@ -1,6 +1,6 @@
-// Gradients of the 2-D pools. MaxPool: the output gradient scatter-added (ScatterElements,
-// reduction add) into zeros at the positions its Indices output names (flat over N, C, H, W,
-// as the reference kernel writes them). AveragePool: a depthwise ConvTranspose of the output
+// Gradients of the 2-D pools. MaxPool: the output gradient added at the positions its Indices
+// output names (com.gearbox.MaxPoolGrad; flat over N, C, H, W, as the reference kernel writes
+// them). AveragePool: a depthwise ConvTranspose of the output
 // gradient divided by each window's divisor (the window size, or with count_include_pad=0 the
 // number of unpadded elements, computed here from the geometry). GlobalAveragePool: the
 // gradient spread evenly over the plane.
@@ -8,6 +8,7 @@
 
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/ops/internal.h"
+#include "kernels/kernel.h"
 
 namespace gbx::nn {
 
@@ -48,10 +49,8 @@ void register_pool_gradients(GradientRegistry& r) {
     if (n.outputs.size() < 2)
       throw_status(
           gearbox::make_error(gearbox::ErrorCode::INTERNAL, "MaxPool was recorded without its Indices output"));
-    Tensor flat = apply1({"ScatterElements"},
-                         {Tensor::zeros({x.numel()}, x.dtype()), reshape(n.outputs[1], {-1}), reshape(g[0], {-1})},
-                         {{"axis", gearbox::attr_int(0)}, {"reduction", gearbox::attr_string("add")}});
-    return {reshape(flat, x.shape())};
+    return {apply1({"MaxPoolGrad", std::string(gearbox::kGearboxDomain), 1},
+                   {g[0], n.outputs[1], Tensor::from_vector(x.shape(), {static_cast<int64_t>(x.rank())})})};
   });
   r.add("", "AveragePool", [](const TapeNode& n, const Grads& g) -> Grads {
     const Tensor& x = n.inputs[0];

@@ -3,6 +3,9 @@
 // and GlobalAveragePool / GlobalMaxPool / GlobalLpPool. 1-D to 3-D windows; float32/float64,
 // float16/bfloat16 computed in f32. Each (image, channel) plane is independent, so planes are
 // split over OpenMP threads.
+//
+// Also com.gearbox.MaxPoolGrad, MaxPool's backward by its Indices output (what the framework's
+// autodiff runs).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -225,6 +228,49 @@ Status global_pool(KernelContext& ctx) {
   return Status::OK();
 }
 
+// com.gearbox.MaxPoolGrad(dY, Indices, shape) -> dX of `shape` (MaxPool's X): zeros, plus each
+// dY element added at the flat position (storage_order 0) its index names. An index of -1 (a
+// window wholly in the padding, as MaxPool writes it) passes nothing; any other index outside
+// dX is INVALID_ARGUMENT, checked before anything is written. One pass where ScatterElements
+// over a zeros constant of X's size took twice the time and the model's memory.
+Status max_pool_grad(KernelContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) GBX_RETURN_IF_ERROR(ctx.require_tensor(i));
+  const Tensor& dy = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
+  const Tensor& shape = ctx.input(2);
+  const DType dt = dy.dtype();
+  if (ind.dtype() != DType::I64 || ind.dims() != dy.dims())
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "MaxPoolGrad: Indices ", describe(ind), " must be int64 of dY's shape ",
+                     to_string(dy.dims()));
+  if (shape.dtype() != DType::I64 || shape.rank() != 1)
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "MaxPoolGrad: shape ", describe(shape), " must be a 1-D int64 tensor");
+  Dims dims(shape.data<int64_t>(), shape.data<int64_t>() + shape.numel());
+  if (dims.size() != dy.rank())
+    return ctx.error(ErrorCode::SHAPE_MISMATCH, "MaxPoolGrad: shape ", to_string(dims), " and dY ",
+                     to_string(dy.dims()), " must have one rank");
+  for (int64_t d : dims)
+    if (d < 0) return ctx.error(ErrorCode::SHAPE_MISMATCH, "MaxPoolGrad: shape ", to_string(dims), " is negative");
+  if (dt != DType::F32 && dt != DType::F64 && !nn::is_half_like(dt)) return ctx.unsupported_dtype(dt);
+  GBX_ASSIGN_OR_RETURN(Tensor dx, Tensor::allocate(dt, dims));
+  const int64_t size = dx.numel();
+  const int64_t* ip = ind.data<int64_t>();
+  for (int64_t i = 0; i < ind.numel(); ++i)
+    if (ip[i] < -1 || ip[i] >= size)
+      return ctx.error(ErrorCode::INVALID_ARGUMENT, "MaxPoolGrad: index ", ip[i], " is outside dX ", to_string(dims));
+  visit_numeric(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      const T* g = dy.data<T>();
+      T* out = dx.data<T>();
+      for (int64_t i = 0; i < ind.numel(); ++i)
+        if (ip[i] >= 0)
+          out[ip[i]] = static_cast<T>(static_cast<compute_t<T>>(out[ip[i]]) + static_cast<compute_t<T>>(g[i]));
+    }
+  });
+  ctx.set_output(0, std::move(dx));
+  return Status::OK();
+}
+
 const std::vector<DType> kFloats{DType::F32, DType::F64, DType::F16, DType::BF16};
 
 GBX_REGISTER_KERNEL({"",
@@ -234,6 +280,7 @@ GBX_REGISTER_KERNEL({"",
                      kEngineRef,
                      {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8},
                      pool<PoolKind::Max>});
+GBX_REGISTER_KERNEL({kGearboxDomain, "MaxPoolGrad", 1, 1, kEngineRef, kFloats, max_pool_grad});
 GBX_REGISTER_KERNEL({"", "AveragePool", 1, 21, kEngineRef, kFloats, pool<PoolKind::Average>});
 GBX_REGISTER_KERNEL({"", "LpPool", 1, 18, kEngineRef, kFloats, pool<PoolKind::Lp>});
 GBX_REGISTER_KERNEL({"", "GlobalMaxPool", 1, 18, kEngineRef, kFloats, global_pool<PoolKind::Max>});
