@@ -4,7 +4,8 @@ with dpkg -x (no root rights, nothing installed on the machine):
   1. the package lists what it must hold (CLI, library, headers, CMake config, pkg-config file,
      Python module in dist-packages, docs, man page) and depends on Debian's libraries;
   2. tests/capi/run_examples.py builds and runs the C and C++ examples against ROOT/usr with
-     find_package(gearbox) and with `pkg-config --cflags --libs gearbox`;
+     find_package(gearbox) and with `pkg-config --cflags --libs gearbox`, and the network API's
+     training examples (gearbox::nn) with find_package;
   3. `python3 -c "import gearbox"` with ROOT's dist-packages loads the module from ROOT (not the
      build tree) and runs a model;
   4. ROOT's gearbox binary answers --help, and the man page holds every command.
@@ -59,6 +60,7 @@ for dep in ["libdnnl", "libprotobuf", "python3-numpy", "libc6"]:
 
 files = sh(["dpkg-deb", "--contents", deb]).stdout
 for f in ["./usr/bin/gearbox", "./usr/lib/libgearbox.so", "./usr/include/gearbox/gearbox.h",
+          "./usr/lib/libgearbox_nn.so", "./usr/include/gearbox/nn.hpp", "./usr/include/gearbox/nn_graph.hpp",
           "./usr/include/gearbox/gearbox.hpp", "./usr/lib/cmake/gearbox/gearboxConfig.cmake",
           "./usr/lib/cmake/gearbox/gearboxTargets.cmake", "./usr/lib/pkgconfig/gearbox.pc",
           "./usr/lib/python3/dist-packages/gearbox/__init__.py",
@@ -77,8 +79,9 @@ r = subprocess.run([sys.executable, os.path.join(a.source_dir, "tests", "capi", 
                     "--pkg-config", os.path.join(usr, "lib", "pkgconfig"), "--cmake", a.cmake,
                     "--generator", a.generator], capture_output=True, text=True, timeout=500)
 print(r.stdout[-6000:], r.stderr[-3000:])
-expect(r.returncode == 0 and "4 passed, 0 failed" in r.stdout,
-       "C and C++ examples built with find_package(gearbox) and pkg-config against the package run")
+expect(r.returncode == 0 and "6 passed, 0 failed" in r.stdout,
+       "C and C++ examples built with find_package(gearbox) and pkg-config against the package run, "
+       "and the network API's examples train")
 
 dist = os.path.join(usr, "lib", "python3", "dist-packages")
 env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GEARBOX_PYTHON_PATH")}
