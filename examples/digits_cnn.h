@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -117,7 +118,8 @@ struct TrainOptions {
   nn::AmpLevel amp = nn::AmpLevel::O0;
   nn::DType amp_dtype = nn::DType::BFloat16;
   // Graph mode (gearbox/nn_graph.hpp's GraphTrainStep): each step's forward and backward run as
-  // one traced, optimized graph. Float32 only: the loss scaler's changing scale is eager's.
+  // one traced, optimized graph (with amp: traced under the Autocast, the loss scaler's scale
+  // fed to it at every step).
   bool graph = false;
 };
 
@@ -131,10 +133,12 @@ inline std::vector<double> train(nn::Module& net, const Split& data, const Train
                                  const StepCallback& on_step = {}) {
   nn::AdamW opt(net.parameters(), {.lr = o.lr, .weight_decay = o.weight_decay});
   nn::LossScaler scaler;
-  const bool graph = o.graph && o.amp == nn::AmpLevel::O0;
-  nn::GraphTrainStep graph_step(net, [&net](const std::vector<nn::Tensor>& in) {
-    return std::vector<nn::Tensor>{nn::cross_entropy(net(in[0]), in[1])};
-  });
+  const bool amp = o.amp != nn::AmpLevel::O0;
+  nn::GraphTrainStep graph_step(net,
+                                [&net](const std::vector<nn::Tensor>& in) {
+                                  return std::vector<nn::Tensor>{nn::cross_entropy(net(in[0]), in[1])};
+                                },
+                                {.loss_scaler = amp ? &scaler : nullptr});
   const int64_t n = data.x_train.dim(0), steps = n / o.batch;  // drop_remainder
   std::mt19937_64 rng(o.shuffle_seed);
   std::vector<int64_t> perm(static_cast<size_t>(n));
@@ -150,21 +154,15 @@ inline std::vector<double> train(nn::Module& net, const Split& data, const Train
       const nn::Tensor xb = nn::slice(xe, 0, b, b + o.batch), yb = nn::slice(ye, 0, b, b + o.batch);
       nn::Tensor loss;
       opt.zero_grad();
-      if (graph) {
-        loss = graph_step({xb, yb})[0];  // the step's gradients are in grad() already
-        opt.step();
-      } else if (o.amp == nn::AmpLevel::O0) {
-        loss = nn::cross_entropy(net(xb), yb);
-        loss.backward();
-        opt.step();
-      } else {
-        {
-          nn::Autocast amp(o.amp, o.amp_dtype);
-          loss = nn::cross_entropy(net(xb), yb);
-        }
-        scaler.scale(loss).backward();
-        scaler.step(opt);
+      {
+        std::optional<nn::Autocast> autocast;
+        if (amp) autocast.emplace(o.amp, o.amp_dtype);
+        if (o.graph) loss = graph_step({xb, yb})[0];  // the step's (scaled) gradients are in grad() now
+        else loss = nn::cross_entropy(net(xb), yb);
       }
+      if (!o.graph) (amp ? scaler.scale(loss) : loss).backward();
+      if (amp) scaler.step(opt);
+      else opt.step();
       const double l = loss.item();
       total += l;
       if (on_step) on_step(e, s, steps, l);

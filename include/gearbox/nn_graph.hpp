@@ -93,12 +93,19 @@ void export_gbm(const TensorFunction& fn, const std::vector<Tensor>& example_inp
                 const TraceOptions& options = {});
 void export_gbm(Module& module, const Tensor& example_input, const std::string& path, TraceOptions options = {});
 
+class LossScaler;  // gearbox/nn_amp.hpp
+
 struct GraphOptions {
-  std::string engines;                       // empty: the session default (GEARBOX_ENGINES, else cpu.simd,...)
+  std::string engines{};                     // empty: the session default (GEARBOX_ENGINES, else cpu.simd,...)
   int threads = 0;                           // 0: GEARBOX_NUM_THREADS, else all cores
-  std::vector<std::string> disabled_passes;  // graph passes not to run (PASS_UNKNOWN for a bad name)
+  std::vector<std::string> disabled_passes{};  // graph passes not to run (PASS_UNKNOWN for a bad name)
   size_t max_signatures = 8;                 // traced shape signatures kept; the least recently used goes
-  TraceOptions trace;                        // names; the Module constructor adds its state_dict()
+  TraceOptions trace{};                      // names; the Module constructor adds its state_dict()
+  // GraphTrainStep only: the backward starts from the loss (as float32) times this scaler's
+  // scale, fed as an input at every call, so the gradients come out scaled as scale(loss)
+  // .backward() leaves them; then scaler.step(optimizer) as in eager mode. It must outlive the
+  // step. (LossScaler::scale inside a traced function is refused: the graph would freeze it.)
+  const LossScaler* loss_scaler = nullptr;
 };
 
 // Graph mode for one function: the first call with a new input signature (dtypes and shapes,
@@ -146,8 +153,14 @@ class GraphFunction {
 // updated (BatchNorm's running statistics, num_batches_tracked). The function's other outputs
 // come back after the loss, without gradients. Dropout in training mode works: its masks are
 // graph inputs drawn from the manual_seed generator for every call, the same draws in the same
-// order as eager mode's. The module must outlive the step. Refused as in trace(), and a loss
-// scaled by a LossScaler (the graph would freeze the scale: run AMP with a scaler eagerly).
+// order as eager mode's. The module must outlive the step. Refused as in trace(). Mixed
+// precision: call it under an Autocast (the level is part of the signature) and give the loss
+// scaler as GraphOptions::loss_scaler:
+//
+//   nn::LossScaler scaler;
+//   nn::GraphTrainStep step(*net, loss_fn, {.loss_scaler = &scaler});
+//   { nn::Autocast amp(nn::AmpLevel::O2); step({x, y}); }
+//   scaler.step(opt);                    // unscales, skips the step on inf/NaN, updates the scale
 class GraphTrainStep {
  public:
   GraphTrainStep(Module& module, TensorFunction loss_fn, GraphOptions options = {});

@@ -31,8 +31,8 @@ LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(op
 
 Tensor LossScaler::scale(const Tensor& loss) const {
   refuse_while_tracing("LossScaler::scale",
-                       "the scale changes between steps, and a graph would keep this step's as a constant; run a "
-                       "scaled training step eagerly");
+                       "the scale changes between steps, and a graph would keep this step's as a constant; give "
+                       "the scaler to GraphTrainStep as GraphOptions::loss_scaler instead");
   amp::AutocastSuspended float32;  // the product stays float32 whatever Autocast is alive
   const Tensor l = loss.to(DType::Float32);
   return mul(l, Tensor::scalar(scale_, DType::Float32));

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "frontend/amp/autocast.h"
 #include "frontend/graph/trace_hook.h"
 #include "frontend/tensor_impl.h"
 #include "graph/onnx_exporter.h"
@@ -346,7 +347,7 @@ TraceResult trace_to_model(const TensorFunction& fn, const std::vector<Tensor>& 
 
 TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
                                       const NamedTensors& parameters, const NamedTensors& state,
-                                      const TraceOptions& options) {
+                                      const TraceOptions& options, const Tensor& loss_scale) {
   Tracer tracer(options.named_tensors);
   std::vector<std::string> input_names = add_function_inputs(tracer, fn, example_inputs, options);
   for (const auto& [name, p] : parameters) {
@@ -357,6 +358,10 @@ TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vecto
     tracer.add_input(value_of(b, "trace: a buffer"), name);
     tracer.mark_state_input(b.impl()->value);
     input_names.push_back(name);
+  }
+  if (loss_scale.defined()) {
+    tracer.add_input(value_of(loss_scale, "trace: the loss scale"), "loss_scale");
+    input_names.push_back("loss_scale");
   }
   // The graph computes this step's gradients alone (the runner adds them to grad(), as
   // backward() does): the parameters' gradients so far are set aside while tracing.
@@ -382,10 +387,16 @@ TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vecto
     if (!outputs[0].requires_grad())
       throw_status(gearbox::make_error(ErrorCode::API_INVALID_ARGUMENT, "trace: the loss ", outputs[0].describe(),
                                        " does not depend on any parameter that requires a gradient"));
-    outputs[0].backward();
+    if (loss_scale.defined()) {
+      amp::AutocastSuspended float32;  // as LossScaler::scale: the product stays float32
+      mul(outputs[0].to(DType::Float32), loss_scale).backward();
+    } else {
+      outputs[0].backward();
+    }
   }
   TrainingTrace result;
   result.function_outputs = outputs.size();
+  result.loss_scale_input = loss_scale.defined();
   std::vector<gearbox::Tensor> values;
   for (const Tensor& t : outputs) values.push_back(value_of(t, "trace: an output of the function"));
   std::vector<std::string> output_names = io_names(options.output_names, outputs.size(), "output", "output");

@@ -37,14 +37,17 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 struct TrainingTrace {
   TraceResult traced;
   size_t function_outputs = 0;
+  bool loss_scale_input = false;  // a float32 scalar input "loss_scale" after the state inputs
   std::vector<size_t> gradient_of;                             // per gradient output: its index in `parameters`
   std::vector<size_t> update_of;                               // per state-update output: its index in `state`
   std::vector<std::function<gearbox::Tensor()>> random_draws;  // per random input: the next draw
   std::vector<gearbox::Tensor> first_draws;                    // and the draw the trace made
 };
+// With `loss_scale` defined (a float32 scalar), the backward starts from the loss times it, and
+// it is an input (after the state) of the graph.
 TrainingTrace trace_training_to_model(const TensorFunction& fn, const std::vector<Tensor>& example_inputs,
                                       const NamedTensors& parameters, const NamedTensors& state,
-                                      const TraceOptions& options);
+                                      const TraceOptions& options, const Tensor& loss_scale = Tensor());
 
 // The module's forward as a TensorFunction of one input, and its state_dict() as named tensors
 // (added to `options`).

@@ -9,6 +9,7 @@
 #include "frontend/graph/trace_hook.h"
 #include "frontend/graph/tracer.h"
 #include "frontend/tensor_impl.h"
+#include "gearbox/nn_amp.hpp"
 
 namespace gbx::nn {
 
@@ -42,6 +43,9 @@ NamedTensors distinct(const NamedTensors& named) {
   }
   return out;
 }
+
+// The scaler's scale as the float32 scalar the graph multiplies the loss by.
+Tensor scale_input(const LossScaler& scaler) { return Tensor::scalar(scaler.scale_value(), DType::Float32); }
 
 // Which parameters take a gradient changes the traced backward.
 std::string gradient_mask(const NamedTensors& parameters) {
@@ -82,7 +86,9 @@ std::vector<Tensor> GraphTrainStep::operator()(const std::vector<Tensor>& inputs
     auto e = std::make_shared<State::Entry>();
     e->parameters = parameters;
     e->buffers = distinct(s.module ? s.module->named_buffers() : s.buffers);
-    TrainingTrace traced = trace_training_to_model(s.fn, inputs, e->parameters, e->buffers, s.options.trace);
+    const Tensor loss_scale = s.options.loss_scaler ? scale_input(*s.options.loss_scaler) : Tensor();
+    TrainingTrace traced =
+        trace_training_to_model(s.fn, inputs, e->parameters, e->buffers, s.options.trace, loss_scale);
     e->input_names = std::move(traced.traced.input_names);
     e->function_outputs = traced.function_outputs;
     e->gradient_of = std::move(traced.gradient_of);
@@ -99,6 +105,7 @@ std::vector<Tensor> GraphTrainStep::operator()(const std::vector<Tensor>& inputs
   for (const Tensor& t : inputs) feeds.emplace(entry.input_names[k++], value_of(t, "GraphTrainStep: an input"));
   for (const auto& group : {&entry.parameters, &entry.buffers})
     for (const auto& named : *group) feeds.emplace(entry.input_names[k++], named.second.impl()->value);
+  if (s.options.loss_scaler) feeds.emplace(entry.input_names[k++], scale_input(*s.options.loss_scaler).impl()->value);
   for (size_t i = 0; i < entry.random_draws.size(); ++i)
     feeds.emplace(entry.input_names[k++], traced_draws.empty() ? entry.random_draws[i]() : traced_draws[i]);
   gearbox::Result<std::vector<gearbox::Tensor>> run = entry.session->run(feeds);
