@@ -19,7 +19,9 @@ is the last step's loss, steps the number of step lines).
 Cases: an MLP with SGD-momentum and cross-entropy, shuffled, with a partial last batch; a CNN
 (conv, ReLU, a residual add, max-pool, average-pool, flatten, linear) with AdamW, in file
 order; an MLP with BatchNorm1d exported for inference (running statistics frozen, torch in
-eval()) with SGD-momentum; an MLP regressor with a Slice of its hidden features, Adam and MSE.
+eval()) with SGD-momentum; an MLP regressor with a Slice of its hidden features, Adam and MSE;
+an MLP with exact GELU; a bidirectional LSTM and a 2-layer GRU classifier (ONNX LSTM/GRU nodes;
+torch's parameters compared in ONNX's W/R/B layout); and the MLP and CNN under O1 bf16.
 The trained initializers must be torch's parameters, the untrained float ones its buffers.
 """
 import argparse
@@ -93,6 +95,50 @@ class SlicedRegressor(tnn.Module):
 
     def forward(self, x):
         return self.fc2(torch.tanh(self.fc1(x))[:, 3:])
+
+
+class RecurrentClassifier(tnn.Module):
+    """An LSTM or GRU over [batch, seq, features], its last step's output to a Linear."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+        self.fc = tnn.Linear(rnn.hidden_size * (2 if rnn.bidirectional else 1), 3)
+
+    def forward(self, x):
+        y, _ = self.rnn(x if self.rnn.batch_first else x.transpose(0, 1))
+        return self.fc(y[:, -1] if self.rnn.batch_first else y[-1])
+
+
+# torch's gate order to ONNX's, in blocks of hidden_size rows: LSTM i f g o -> i o f c,
+# GRU r z n -> z r h.
+GATE_ORDER = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2]}
+
+
+def onnx_parameters(net, model):
+    """torch's parameters under the names and layouts of the exported initializers: a torch.nn.LSTM
+    or GRU layer is one ONNX node whose W, R and B stack both directions in ONNX's gate order;
+    every other parameter keeps its name."""
+    params = {k: v.detach().numpy() for k, v in net.named_parameters()}
+    rnns = [n for n in model.graph.node if n.op_type in GATE_ORDER]
+    if not rnns:
+        return params
+    rnn = next(m for m in net.modules() if isinstance(m, tnn.RNNBase))
+    h = rnn.hidden_size
+    prefix = next(k for k, m in net.named_modules() if m is rnn) + "."
+
+    def reorder(t, op):
+        return np.concatenate([t[g * h:(g + 1) * h] for g in GATE_ORDER[op]])
+
+    out = {k: v for k, v in params.items() if not k.startswith(prefix)}
+    for layer, node in enumerate(rnns):
+        suffixes = [f"_l{layer}"] + ([f"_l{layer}_reverse"] if rnn.bidirectional else [])
+        get = lambda what, sfx: params[prefix + what + sfx]
+        out[node.input[1]] = np.stack([reorder(get("weight_ih", s), node.op_type) for s in suffixes])
+        out[node.input[2]] = np.stack([reorder(get("weight_hh", s), node.op_type) for s in suffixes])
+        out[node.input[3]] = np.stack([np.concatenate([reorder(get("bias_ih", s), node.op_type),
+                                                       reorder(get("bias_hh", s), node.op_type)]) for s in suffixes])
+    return out
 
 
 def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shuffle, seed, epochs, batch,
@@ -190,7 +236,7 @@ def run_case(a, name, net, x, labels, loss, optimizer, args, make_torch_opt, shu
     if [n.SerializeToString() for n in m0.graph.node] != [n.SerializeToString() for n in m1.graph.node] or \
             m0.graph.input != m1.graph.input or m0.graph.output != m1.graph.output or m0.opset_import != m1.opset_import:
         fail(f"{name}: TUNED.onnx's graph differs from the model's")
-    state = {k: v.detach().numpy() for k, v in net.named_parameters()}
+    state = onnx_parameters(net, m0)
     trained = set(summary["parameters"])
     if trained != set(state):
         fail(f"{name}: trained {sorted(trained)} but torch's parameters are {sorted(state)}")
@@ -291,6 +337,19 @@ def main():
              ["--lr", "0.05", "--momentum", "0.9", "--precision-mode", "allow_mix_precision_bf16"],
              lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9), shuffle=True, seed=7, epochs=3, batch=16,
              bf16_autocast=True)
+    # Recurrent layers (ONNX LSTM/GRU, lowered to steps for training: recurrent_lowering.h): a
+    # bidirectional LSTM, batch first, with Adam; a 2-layer GRU (linear_before_reset, torch's
+    # export) with SGD-momentum.
+    xs = rng.standard_normal((36, 5, 4)).astype(np.float32)
+    ys = rng.integers(0, 3, 36).astype(np.int64)
+    torch.manual_seed(6)
+    run_case(a, "lstm_bidir_adam", RecurrentClassifier(tnn.LSTM(4, 6, batch_first=True, bidirectional=True)), xs, ys,
+             "cross_entropy", "adam", ["--lr", "0.01"], lambda ps: torch.optim.Adam(ps, lr=0.01), shuffle=True,
+             seed=9, epochs=2, batch=12)
+    torch.manual_seed(8)
+    run_case(a, "gru_2layer_sgd", RecurrentClassifier(tnn.GRU(4, 5, num_layers=2)), xs, ys, "cross_entropy", "sgd",
+             ["--lr", "0.1", "--momentum", "0.9"], lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+             shuffle=True, seed=10, epochs=2, batch=12)
     torch.manual_seed(1)
     # SGD, not Adam: Adam's normalized step turns a bf16-sized gradient difference on a near-zero
     # gradient into a full step, so parameters would only be comparable with a bound that says little.

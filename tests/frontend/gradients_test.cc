@@ -71,6 +71,13 @@ TEST_F(Gradients, ImportedModelOps) {
               return mul(apply1({"Pad"}, {x[0], int64s({0, 1, 2, 0, 3, 1})}), x[1]);
             },
             {leaf({2, 3, 2}), leaf({2, 7, 5})});
+  // Where with all three operands broadcast: each branch's gradient summed back to its shape.
+  const Tensor cond = apply1({"Less"}, {random_f64({2, 1, 3}), Tensor::scalar(0.0, DType::Float64)});
+  gradcheck("where",
+            [&cond](auto& x) {
+              return mul(apply1({"Where"}, {cond, x[0], x[1]}), x[2]);
+            },
+            {leaf({2, 4, 3}), leaf({4, 1}), leaf({2, 4, 3})});
 }
 
 TEST_F(Gradients, Reductions) {
@@ -216,6 +223,28 @@ TEST_F(Gradients, Embedding) {
   // Repeated ids: their rows' gradients add up.
   Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 3, 0, 3, 4, 1}, {3, 2});
   gradcheck("embedding", [&](auto& x) { return embedding(ids, x[0]); }, {leaf({5, 3})});
+}
+
+// Gather on inner axes, as imported models use it (torch exports x[:, -1] as Gather(axis 1, -1)):
+// repeated and negative ids, a scalar id that drops the axis, and the last axis.
+TEST_F(Gradients, GatherOnAnyAxis) {
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{2, -1, 0, 2}, {2, 2});
+  gradcheck("gather_axis1",
+            [&](auto& x) {
+              return apply1({"Gather"}, {x[0], ids}, {{"axis", gearbox::attr_int(1)}});
+            },
+            {leaf({2, 4, 3})});
+  const Tensor last = Tensor::from_vector(std::vector<int64_t>{-1}, {});
+  gradcheck("gather_scalar_id",
+            [&](auto& x) {
+              return apply1({"Gather"}, {x[0], last}, {{"axis", gearbox::attr_int(1)}});
+            },
+            {leaf({3, 5, 2})});
+  gradcheck("gather_last_axis",
+            [&](auto& x) {
+              return apply1({"Gather"}, {x[0], ids}, {{"axis", gearbox::attr_int(-1)}});
+            },
+            {leaf({2, 3, 4})});
 }
 
 TEST_F(Gradients, GatherElements) {

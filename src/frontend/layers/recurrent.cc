@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "frontend/layers/recurrent_cells.h"
 #include "frontend/tensor_impl.h"
 
 namespace gbx::nn {
@@ -21,28 +22,6 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 
 // concat without a node when there is one piece.
 Tensor cat(const std::vector<Tensor>& xs, int64_t axis) { return xs.size() == 1 ? xs[0] : concat(xs, axis); }
-
-struct State {
-  Tensor h, c;  // [batch, hidden]; c: LSTM only
-};
-
-// One LSTM step: gates = x_proj + h W_hh^T + b_hh in torch's order i, f, g, o;
-// c' = f c + i g, h' = o tanh(c').
-State lstm_step(const Tensor& x_proj, const State& s, const Tensor& w_hh, const Tensor& b_hh) {
-  std::vector<Tensor> gates = split(add(x_proj, linear(s.h, w_hh, b_hh)), 1, 4);
-  Tensor i = sigmoid(gates[0]), f = sigmoid(gates[1]), g = tanh(gates[2]), o = sigmoid(gates[3]);
-  Tensor c = add(mul(f, s.c), mul(i, g));
-  return {mul(o, tanh(c)), c};
-}
-
-// One GRU step, torch's: r = σ(x_r + h_r), z = σ(x_z + h_z), n = tanh(x_n + r h_n) with the
-// hidden projection's bias inside the product, h' = (h - n) z + n (= (1 - z) n + z h).
-State gru_step(const Tensor& x_proj, const State& s, const Tensor& w_hh, const Tensor& b_hh) {
-  std::vector<Tensor> x = split(x_proj, 1, 3), h = split(linear(s.h, w_hh, b_hh), 1, 3);
-  Tensor r = sigmoid(add(x[0], h[0])), z = sigmoid(add(x[1], h[1]));
-  Tensor n = tanh(add(x[2], mul(r, h[2])));
-  return {add(mul(sub(s.h, n), z), n), Tensor()};
-}
 
 }  // namespace
 
@@ -125,12 +104,13 @@ RNNResult RNNBase::recur(const Tensor& input, const Tensor& h0, const Tensor& c0
       const Weights& w = weights_[at];
       // Every step's input projection in one product, then one piece per step.
       const std::vector<Tensor> projected = split(linear(layer_input, w.w_ih, w.b_ih), 0, seq);
-      State s{h_init[at], lstm ? c_init[at] : Tensor()};
+      RecurrentState s{h_init[at], lstm ? c_init[at] : Tensor()};
       std::vector<Tensor> outputs(static_cast<size_t>(seq));
       for (int64_t i = 0; i < seq; ++i) {
         const int64_t t = d == 0 ? i : seq - 1 - i;  // the reverse direction reads the sequence backwards
         const Tensor x_proj = reshape(projected[static_cast<size_t>(t)], {batch, -1});
-        s = lstm ? lstm_step(x_proj, s, w.w_hh, w.b_hh) : gru_step(x_proj, s, w.w_hh, w.b_hh);
+        s = lstm ? lstm_cell(x_proj, s, w.w_hh, w.b_hh, kTorchLstmGates)
+                 : gru_cell(x_proj, s, w.w_hh, w.b_hh, kTorchGruGates);
         outputs[static_cast<size_t>(t)] = reshape(s.h, {1, batch, H});
       }
       direction_outputs.push_back(cat(outputs, 0));

@@ -8,6 +8,7 @@
 
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/autodiff/tape.h"
+#include "frontend/onnx_training/recurrent_lowering.h"
 #include "frontend/ops/internal.h"
 #include "frontend/tensor_impl.h"
 #include "graph/ir.h"
@@ -177,6 +178,15 @@ ImportedModel ImportedModel::load(const std::string& path, const std::string& ou
                                 " on, which gearbox's gradient does not "
                                 "handle unless that is the last axis; re-export the model at opset 13 or later"));
     }
+    const bool ai_onnx = n.domain.empty() || n.domain == "ai.onnx";
+    if (ai_onnx && is_lowered_recurrent(n.op_type)) {
+      if (std::string why = recurrent_lowering_refusal(n); !why.empty())
+        throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " lies between a trained initializer and ",
+                                "the loss output '", m.output_name_, "', and training through ", n.op_type,
+                                " does not handle ", why, ". Train a model without it, or take the loss on an output ",
+                                "before it (--output)"));
+      continue;  // forward() writes it out in ops that have gradients
+    }
     if (!GradientRegistry::global().find(n.domain == "ai.onnx" ? "" : n.domain, n.op_type))
       throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " lies between a trained initializer and ",
                               "the loss output '", m.output_name_, "', and gearbox has no gradient for ",
@@ -254,8 +264,12 @@ Tensor ImportedModel::forward(const std::map<std::string, Tensor>& feeds) const 
     if (n.op_type == "MaxPool" && on_grad_path_[k]) outputs = std::max<size_t>(outputs, 2);
     std::vector<Tensor> outs;
     try {
-      outs = apply(OpSpec{n.op_type, n.domain == "ai.onnx" ? "" : n.domain, n.opset}, ins, normalized_attrs(n, ins),
-                   outputs);
+      const bool ai_onnx = n.domain.empty() || n.domain == "ai.onnx";
+      if (on_grad_path_[k] && ai_onnx && is_lowered_recurrent(n.op_type))
+        outs = lower_recurrent(n, ins, n.outputs.size());
+      else
+        outs = apply(OpSpec{n.op_type, n.domain == "ai.onnx" ? "" : n.domain, n.opset}, ins, normalized_attrs(n, ins),
+                     outputs);
     } catch (const Error& e) {
       throw Error(e.code(), std::string(e.what()) + " (at " + node_label(n) + ")");
     }

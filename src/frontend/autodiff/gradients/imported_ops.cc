@@ -1,7 +1,9 @@
 // Gradients of ONNX ops that imported models use and nn's own ops do not record
 // (torch.onnx.export writes Flatten for torch.flatten, Squeeze/Unsqueeze around reductions,
-// Identity, Dropout in inference mode: the output gradient reshaped to the input's shape; and Pad,
-// which it puts before AveragePool: the output gradient with the padding cut off).
+// Identity, Dropout in inference mode: the output gradient reshaped to the input's shape; Pad,
+// which it puts before AveragePool: the output gradient with the padding cut off; and Where, which
+// masked_fill and attention masks export as: the gradient routed to the branch each element came
+// from).
 #include "frontend/autodiff/gradient_registry.h"
 #include "frontend/ops/internal.h"
 
@@ -28,6 +30,17 @@ void register_imported_op_gradients(GradientRegistry& r) {
       throw_status(gearbox::make_error(gearbox::ErrorCode::OP_UNSUPPORTED,
                                        "the Dropout gradient handles inference mode only (training_mode false)"));
     return reshaped_back(n, g);
+  });
+  // Where(condition, X, Y): X's gradient where the condition holds, Y's elsewhere, each summed back
+  // to its own (broadcast) shape; the condition takes none.
+  r.add("", "Where", [](const TapeNode& n, const Grads& g) -> Grads {
+    Grads out(3);
+    if (g.empty() || !g[0].defined()) return out;
+    const Tensor& cond = n.inputs[0];
+    const Tensor zero = scalar_like(g[0], 0.0);
+    if (n.inputs[1].requires_grad()) out[1] = sum_to(apply1({"Where"}, {cond, g[0], zero}), n.inputs[1].shape());
+    if (n.inputs[2].requires_grad()) out[2] = sum_to(apply1({"Where"}, {cond, zero, g[0]}), n.inputs[2].shape());
+    return out;
   });
   // Constant-mode Pad with non-negative pads: the input sits at [begin, begin + dim) of the
   // output on each padded axis, so its gradient is that window of the output's.
