@@ -3,7 +3,8 @@
 // (tile_hard_sigmoid.cc), and LogSoftmax (tile_log_softmax.cc: the API's worked example, not
 // registered). Each entry point threads its tiles with kapi::parallel_for and runs the
 // instruction set the CPU allows; declared here for bench/kernel_api_bench.cc, which times them
-// against hand-written Highway loops.
+// against hand-written Highway loops. (MaxPool with Indices, tile_max_pool.cc, is the API's too;
+// it has no hand-written twin to time, so no entry point here.)
 #pragma once
 
 #include <cstdint>
