@@ -96,11 +96,11 @@ void export_gbm(Module& module, const Tensor& example_input, const std::string& 
 class LossScaler;  // gearbox/nn_amp.hpp
 
 struct GraphOptions {
-  std::string engines{};                     // empty: the session default (GEARBOX_ENGINES, else cpu.simd,...)
-  int threads = 0;                           // 0: GEARBOX_NUM_THREADS, else all cores
+  std::string engines{};                       // empty: the session default (GEARBOX_ENGINES, else cpu.simd,...)
+  int threads = 0;                             // 0: GEARBOX_NUM_THREADS, else all cores
   std::vector<std::string> disabled_passes{};  // graph passes not to run (PASS_UNKNOWN for a bad name)
-  size_t max_signatures = 8;                 // traced shape signatures kept; the least recently used goes
-  TraceOptions trace{};                      // names; the Module constructor adds its state_dict()
+  size_t max_signatures = 8;                   // traced shape signatures kept; the least recently used goes
+  TraceOptions trace{};                        // names; the Module constructor adds its state_dict()
   // GraphTrainStep only: the backward starts from the loss (as float32) times this scaler's
   // scale, fed as an input at every call, so the gradients come out scaled as scale(loss)
   // .backward() leaves them; then scaler.step(optimizer) as in eager mode. It must outlive the

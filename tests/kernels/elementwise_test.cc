@@ -113,8 +113,7 @@ TEST(Activations, SpecExamples) {
   expect_close(run1("Elu", 6, {x}, {{"alpha", attr_float(2)}}), {-1.2642411, 0, 1});
   expect_close(run1("Selu", 6, {x}, {{"alpha", attr_float(2)}, {"gamma", attr_float(3)}}), {-3.79272318, 0, 3});
   expect_close(run1("LeakyRelu", 16, {x}, {{"alpha", attr_float(0.1f)}}), {-0.1, 0, 1});
-  expect_close(run1("HardSigmoid", 6, {x}, {{"alpha", attr_float(0.5f)}, {"beta", attr_float(0.6f)}}),
-               {0.1, 0.6, 1});
+  expect_close(run1("HardSigmoid", 6, {x}, {{"alpha", attr_float(0.5f)}, {"beta", attr_float(0.6f)}}), {0.1, 0.6, 1});
   expect_close(run1("ThresholdedRelu", 10, {f32({-1.5f, 0, 1.2f, 2, 2.2f})}, {{"alpha", attr_float(2)}}),
                {0, 0, 0, 0, 2.2});
   expect_close(run1("Softsign", 1, {x}), {-0.5, 0, 0.5});
@@ -123,8 +122,7 @@ TEST(Activations, SpecExamples) {
   // Shrink: spec examples (hard: lambd 1.5; soft: lambd 1.5, bias 1.5)
   const Tensor s = f32({-2, -1, 0, 1, 2});
   expect_exact(run1("Shrink", 9, {s}, {{"lambd", attr_float(1.5f)}}), {-2, 0, 0, 0, 2});
-  expect_close(run1("Shrink", 9, {s}, {{"lambd", attr_float(1.5f)}, {"bias", attr_float(1.5f)}}),
-               {-0.5, 0, 0, 0, 0.5});
+  expect_close(run1("Shrink", 9, {s}, {{"lambd", attr_float(1.5f)}, {"bias", attr_float(1.5f)}}), {-0.5, 0, 0, 0, 0.5});
   expect_exact(run1("Shrink", 9, {tensor<int32_t>({-2, -1, 0, 1, 2})}, {{"lambd", attr_float(1.5f)}}),
                {-2, 0, 0, 0, 2});
 }
@@ -135,8 +133,7 @@ TEST(Activations, AgainstNumpy) {
   expect_close(run1("Sigmoid", 13, {x}),
                {0.07585818320512772, 0.26894140243530273, 0.5, 0.622459352016449, 0.9525741338729858});
   expect_close(run1("Softplus", 1, {x}),
-               {0.07888974249362946, 0.31326162815093994, 0.6931471824645996, 0.9740769863128662,
-                3.0485873222351074});
+               {0.07888974249362946, 0.31326162815093994, 0.6931471824645996, 0.9740769863128662, 3.0485873222351074});
   expect_close(run1("Tanh", 13, {x}),
                {-0.9866142868995667, -0.7615941762924194, 0.0, 0.46211719512939453, 0.9950547814369202});
   expect_close(run1("HardSwish", 14, {x}), {-0.208333358168602, -0.3333333134651184, 0.0, 0.2916666567325592, 3.0});
@@ -312,9 +309,10 @@ TEST(BinaryArith, ModFollowsFmodAttribute) {
   expect_exact(run1("Mod", 13, {a, b}), {0, -2, 5, 0, 2, 3});
   expect_exact(run1("Mod", 13, {a, b}, {{"fmod", attr_int(1)}}), {0, 1, 5, 0, -1, 3});
   // numpy: np.fmod(np.float32([-4.3,7.2,5.0,4.3,-7.2,8.0]), np.float32([2.1,-3.4,8.0,-2.1,3.4,5.0]))
-  expect_close(run1("Mod", 13, {f32({-4.3f, 7.2f, 5.0f, 4.3f, -7.2f, 8.0f}), f32({2.1f, -3.4f, 8.0f, -2.1f, 3.4f, 5.0f})},
-                    {{"fmod", attr_int(1)}}),
-               {-0.10000038146972656, 0.39999961853027344, 5.0, 0.10000038146972656, -0.39999961853027344, 3.0}, 1e-6);
+  expect_close(
+      run1("Mod", 13, {f32({-4.3f, 7.2f, 5.0f, 4.3f, -7.2f, 8.0f}), f32({2.1f, -3.4f, 8.0f, -2.1f, 3.4f, 5.0f})},
+           {{"fmod", attr_int(1)}}),
+      {-0.10000038146972656, 0.39999961853027344, 5.0, 0.10000038146972656, -0.39999961853027344, 3.0}, 1e-6);
   expect_exact(run1("Mod", 13, {tensor<uint8_t>({7, 200}), tensor<uint8_t>({3})}), {1, 2});
   EXPECT_EQ(run_code("Mod", 13, {f32({1}), f32({2})}), ErrorCode::ATTRIBUTE_INVALID);
   EXPECT_EQ(run_code("Mod", 13, {a, tensor<int32_t>({0})}), ErrorCode::INVALID_ARGUMENT);
@@ -377,11 +375,12 @@ TEST(BitShift, LeftRightAndOversizedShifts) {
   expect_exact(run1("BitShift", 11, {tensor<uint64_t>({1, 1}), tensor<uint64_t>({63, 64})},
                     {{"direction", attr_string("LEFT")}}),
                {9223372036854775808.0, 0});
-  expect_exact(run1("BitShift", 11, {tensor<uint8_t>({255}), tensor<uint8_t>({9})}, {{"direction", attr_string("RIGHT")}}),
-               {0});
+  expect_exact(
+      run1("BitShift", 11, {tensor<uint8_t>({255}), tensor<uint8_t>({9})}, {{"direction", attr_string("RIGHT")}}), {0});
   EXPECT_EQ(run_code("BitShift", 11, {x, s}, {{"direction", attr_string("UP")}}), ErrorCode::ATTRIBUTE_INVALID);
-  EXPECT_EQ(run_code("BitShift", 11, {tensor<int32_t>({1}), tensor<int32_t>({1})}, {{"direction", attr_string("LEFT")}}),
-            ErrorCode::DTYPE_UNSUPPORTED);
+  EXPECT_EQ(
+      run_code("BitShift", 11, {tensor<int32_t>({1}), tensor<int32_t>({1})}, {{"direction", attr_string("LEFT")}}),
+      ErrorCode::DTYPE_UNSUPPORTED);
 }
 
 }  // namespace

@@ -37,9 +37,9 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 struct TrainingTrace {
   TraceResult traced;
   size_t function_outputs = 0;
-  bool loss_scale_input = false;  // a float32 scalar input "loss_scale" after the state inputs
-  std::vector<size_t> gradient_of;                             // per gradient output: its index in `parameters`
-  std::vector<size_t> update_of;                               // per state-update output: its index in `state`
+  bool loss_scale_input = false;    // a float32 scalar input "loss_scale" after the state inputs
+  std::vector<size_t> gradient_of;  // per gradient output: its index in `parameters`
+  std::vector<size_t> update_of;    // per state-update output: its index in `state`
   std::vector<std::function<gearbox::Tensor()>> random_draws;  // per random input: the next draw
   std::vector<gearbox::Tensor> first_draws;                    // and the draw the trace made
 };

@@ -59,8 +59,10 @@ const std::map<std::string, std::set<size_t>, std::less<>>& non_differentiable_i
   return table;
 }
 
+bool in_default_domain(const gearbox::Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
 bool differentiable_input(const gearbox::Node& n, size_t slot) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return true;
+  if (!in_default_domain(n)) return true;
   auto it = non_differentiable_inputs().find(n.op_type);
   return it == non_differentiable_inputs().end() || !it->second.count(slot);
 }
@@ -178,8 +180,7 @@ ImportedModel ImportedModel::load(const std::string& path, const std::string& ou
                                 " on, which gearbox's gradient does not "
                                 "handle unless that is the last axis; re-export the model at opset 13 or later"));
     }
-    const bool ai_onnx = n.domain.empty() || n.domain == "ai.onnx";
-    if (ai_onnx && is_lowered_recurrent(n.op_type)) {
+    if (in_default_domain(n) && is_lowered_recurrent(n.op_type)) {
       if (std::string why = recurrent_lowering_refusal(n); !why.empty())
         throw_status(make_error(ErrorCode::OP_UNSUPPORTED, node_label(n), " lies between a trained initializer and ",
                                 "the loss output '", m.output_name_, "', and training through ", n.op_type,
@@ -264,8 +265,7 @@ Tensor ImportedModel::forward(const std::map<std::string, Tensor>& feeds) const 
     if (n.op_type == "MaxPool" && on_grad_path_[k]) outputs = std::max<size_t>(outputs, 2);
     std::vector<Tensor> outs;
     try {
-      const bool ai_onnx = n.domain.empty() || n.domain == "ai.onnx";
-      if (on_grad_path_[k] && ai_onnx && is_lowered_recurrent(n.op_type))
+      if (on_grad_path_[k] && in_default_domain(n) && is_lowered_recurrent(n.op_type))
         outs = lower_recurrent(n, ins, n.outputs.size());
       else
         outs = apply(OpSpec{n.op_type, n.domain == "ai.onnx" ? "" : n.domain, n.opset}, ins, normalized_attrs(n, ins),

@@ -93,6 +93,10 @@ std::vector<Tensor> lower_recurrent(const gearbox::Node& n, const std::vector<Te
   const Tensor h0 = initial(5), c0 = lstm ? initial(6) : Tensor();
   const bool linear_before_reset = int_attr(n, "linear_before_reset", 0) != 0;
 
+  // Pieces along an axis, without a Concat node when there is one.
+  auto join = [](const std::vector<Tensor>& parts, int64_t axis) {
+    return parts.size() == 1 ? parts[0] : concat(parts, axis);
+  };
   std::vector<Tensor> y_dirs, h_last, c_last;
   for (int64_t d = 0; d < directions; ++d) {
     const bool backwards = dir == "reverse" || d == 1;
@@ -119,13 +123,10 @@ std::vector<Tensor> lower_recurrent(const gearbox::Node& n, const std::vector<Te
                                 : gru_cell_reset_first(xp, s, rd, rb);
       ys[static_cast<size_t>(t)] = reshape(s.h, {1, 1, batch, hidden});
     }
-    y_dirs.push_back(seq == 1 ? ys[0] : concat(ys, 0));  // [seq, 1, batch, hidden]
+    y_dirs.push_back(join(ys, 0));  // [seq, 1, batch, hidden]
     h_last.push_back(reshape(s.h, {1, batch, hidden}));
     if (lstm) c_last.push_back(reshape(s.c, {1, batch, hidden}));
   }
-  auto join = [](const std::vector<Tensor>& parts, int64_t axis) {
-    return parts.size() == 1 ? parts[0] : concat(parts, axis);
-  };
   Tensor y = join(y_dirs, 1), y_h = join(h_last, 0), y_c = lstm ? join(c_last, 0) : Tensor();
   if (batch_first) {
     y = transpose(y, {2, 0, 1, 3});  // [batch, seq, directions, hidden]
