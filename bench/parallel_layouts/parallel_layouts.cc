@@ -4,11 +4,13 @@
 //
 //   gearbox_bench_parallel_layouts predict NETWORK.json LINKS.json DEVICES
 //       the planner's best layout of each dp x tp x pp (the search the bench can run: no ZeRO,
-//       no recomputation) as JSON lines, and the one the search picks
+//       no recomputation) as JSON lines, where it runs units whole also the same degrees with
+//       every unit split, and the one the search picks
 //   gearbox launch -n 4 -- gearbox_bench_parallel_layouts run NETWORK.json DP TP PP MICRO SCHEDULE
-//       UNITS STEPS WARMUP
-//       trains the network in that layout (UNITS: the units per stage, "2,2,2"), rank 0 prints
-//       one JSON line: per-step wall times and losses
+//       UNITS WHOLE STEPS WARMUP
+//       trains the network in that layout (UNITS: the units per stage, "2,2,2"; WHOLE: the units
+//       every tensor-parallel rank runs unsplit, "0,5", or "-" for none), rank 0 prints one JSON
+//       line: per-step wall times and losses
 //   gearbox_bench_parallel_layouts calibrate NETWORK.json
 //       this process's single-thread matmul rate, memory bandwidth, the framework's fixed
 //       cost per op and a profile of the network's layers, as JSON (calibrate.py writes them
@@ -20,7 +22,8 @@
 // a vocabulary-parallel embedding plus learned positions; pre-norm blocks x + attn(LN(x)) with a
 // causal mask (ParallelMultiheadAttention), x + fc2(gelu(fc1(LN(x)))) (column / row parallel);
 // a final LayerNorm, an untied column-parallel head and the vocabulary-parallel cross-entropy
-// (the JSON says "tied_embeddings": false). tp = 1 uses the plain layers. float32, AdamW.
+// (the JSON says "tied_embeddings": false). tp = 1, and the units the layout runs whole on every
+// tensor-parallel rank (the planner's per-layer choice), use the plain layers. float32, AdamW.
 // Ranks are numbered tp fastest, then dp, then pp (the planner's order). Data parallelism
 // averages each stage's gradients after the backward pass (nn::average_gradients, not
 // overlapped: what the cost model assumes).
@@ -154,8 +157,8 @@ std::vector<int> parse_ints(const std::string& s) {
 // ---- run: one layout under gearbox launch ----------------------------------------------
 
 int run(int argc, char** argv) {
-  if (argc != 11) {
-    std::cerr << "run NETWORK DP TP PP MICRO SCHEDULE UNITS STEPS WARMUP\n";
+  if (argc != 12) {
+    std::cerr << "run NETWORK DP TP PP MICRO SCHEDULE UNITS WHOLE STEPS WARMUP\n";
     return 2;
   }
   const plan::TransformerSpec sp = load_spec(argv[2]);
@@ -163,7 +166,8 @@ int run(int argc, char** argv) {
   const int64_t micro = std::stoll(argv[6]);
   const bool gpipe = std::string(argv[7]) == "gpipe";
   const std::vector<int> units = parse_ints(argv[8]);
-  const int steps = std::stoi(argv[9]), warmup = std::stoi(argv[10]);
+  const std::vector<int> whole = std::string(argv[9]) == "-" ? std::vector<int>{} : parse_ints(argv[9]);
+  const int steps = std::stoi(argv[10]), warmup = std::stoi(argv[11]);
 
   auto joined = gearbox::comm::join_job();
   if (!joined.ok()) {
@@ -209,19 +213,22 @@ int run(int argc, char** argv) {
 
   // The whole network from one seed on every rank (the parallel layers keep their slices), then
   // this rank's stage.
+  // A unit run whole builds the plain layers (they draw the same weights as the parallel ones).
+  auto group_of = [&](int unit) { return std::count(whole.begin(), whole.end(), unit) ? nullptr : tp_g; };
+  const int head_unit = int(sp.layers) + 1;
   nn::manual_seed(0);
-  std::vector<std::shared_ptr<nn::Module>> all{std::make_shared<EmbeddingUnit>(sp, tp_g)};
-  for (int64_t i = 0; i < sp.layers; ++i) all.push_back(std::make_shared<Block>(sp, tp_g));
-  all.push_back(std::make_shared<Head>(sp, tp_g));
+  std::vector<std::shared_ptr<nn::Module>> all{std::make_shared<EmbeddingUnit>(sp, group_of(0))};
+  for (int i = 1; i < head_unit; ++i) all.push_back(std::make_shared<Block>(sp, group_of(i)));
+  all.push_back(std::make_shared<Head>(sp, group_of(head_unit)));
   int first = 0;
   for (int s = 0; s < p_idx; ++s) first += units[size_t(s)];
   auto stage = std::make_shared<nn::Sequential>(
       std::vector<std::shared_ptr<nn::Module>>(all.begin() + first, all.begin() + first + units[size_t(p_idx)]));
   all.clear();
   nn::AdamW opt(stage->parameters(), nn::AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
-  nn::LossFunction loss_fn = [tp_g](const nn::Tensor& logits, const nn::Tensor& target) {
+  nn::LossFunction loss_fn = [head_g = group_of(head_unit)](const nn::Tensor& logits, const nn::Tensor& target) {
     nn::Tensor t = nn::reshape(target, {-1});
-    return tp_g ? nn::vocab_parallel_cross_entropy(logits, t, tp_g) : nn::cross_entropy(logits, t);
+    return head_g ? nn::vocab_parallel_cross_entropy(logits, t, head_g) : nn::cross_entropy(logits, t);
   };
   std::unique_ptr<nn::PipelineParallel> pipe;
   if (pp_g)
@@ -292,12 +299,21 @@ int predict(int argc, char** argv) {
     std::cerr << r.status().to_string() << "\n";
     return 1;
   }
-  for (const auto& d : r->per_degrees)
-    std::cout << json{{"layout", plan::layout_to_json(d.best.layout)},
-                      {"estimate", plan::estimate_to_json(d.best.estimate)},
-                      {"fits", d.fits}}
-                     .dump()
-              << "\n";
+  auto print = [](const plan::Layout& l, const plan::Estimate& e, bool fits) {
+    std::cout
+        << json{{"layout", plan::layout_to_json(l)}, {"estimate", plan::estimate_to_json(e)}, {"fits", fits}}.dump()
+        << "\n";
+  };
+  for (const auto& d : r->per_degrees) {
+    print(d.best.layout, d.best.estimate, d.fits);
+    // The per-layer choice is checked too: the same layout with every unit split.
+    if (d.best.layout.replicated_units.empty()) continue;
+    plan::Layout split = d.best.layout;
+    split.replicated_units.clear();
+    const bool fits = plan::choose_stage_cut(sp, *hw, o.memory_limit, &split);
+    auto e = plan::estimate(sp, *hw, split);
+    if (e.ok()) print(split, *e, fits);
+  }
   std::cout << json{{"chosen", plan::layout_to_json(r->best.front().layout)}}.dump() << "\n";
   return 0;
 }

@@ -6,7 +6,9 @@ and compares with gearbox plan's predictions for the same network and links file
   python3 bench/parallel_layouts/run.py --build build --rounds 5 --steps 8
 
 For each layout the planner's best configuration of those degrees (micro-batches, schedule,
-stage cut; the search without ZeRO or recomputation, which the bench does not run) is trained
+stage cut, the units run whole on every tensor-parallel rank, and where it runs some whole also
+the same degrees with every unit split, to check that choice; the search without ZeRO or
+recomputation, which the bench does not run) is trained
 under `gearbox launch` for --warmup + --steps steps. The machine is shared, so the layouts run
 in --rounds rounds, each in a new shuffled order, and a layout's time is the median over all its
 timed steps of every round. Prints a table (layout, measured, predicted, ranks), the Spearman
@@ -48,7 +50,8 @@ def spearman(a, b):
 
 
 def name(l):
-    return f"{l['dp']}x{l['tp']}x{l['pp']}"
+    whole = ",".join(str(u) for u in l.get("replicated_units", []))
+    return f"{l['dp']}x{l['tp']}x{l['pp']}" + (f" whole {whole}" if whole else "")
 
 
 def main():
@@ -88,7 +91,8 @@ def main():
             lay = l["layout"]
             cmd = [gearbox, "launch", "-n", str(a.devices), "--timeout", "120", "--", bench, "run", a.network,
                    str(lay["dp"]), str(lay["tp"]), str(lay["pp"]), str(lay["micro_batches"]), lay["schedule"],
-                   ",".join(str(u) for u in lay["stage_units"]), str(a.steps), str(a.warmup)]
+                   ",".join(str(u) for u in lay["stage_units"]),
+                   ",".join(str(u) for u in lay["replicated_units"]) or "-", str(a.steps), str(a.warmup)]
             res = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if res.returncode != 0:
                 sys.stderr.write(res.stdout + res.stderr)
@@ -96,7 +100,7 @@ def main():
             doc = next(json.loads(x.split("] ", 1)[1]) for x in res.stdout.splitlines() if x.startswith("[rank 0] {"))
             times[name(lay)] += doc["step_s"]
             losses[name(lay)] = doc["loss"]
-            print(f"round {rnd + 1} {name(lay):>6}: median {statistics.median(doc['step_s']) * 1e3:8.1f} ms",
+            print(f"round {rnd + 1} {name(lay):>14}: median {statistics.median(doc['step_s']) * 1e3:8.1f} ms",
                   file=sys.stderr, flush=True)
     load_end = os.getloadavg()
 
@@ -112,15 +116,16 @@ def main():
     print(f"load average {load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; "
           f"{len(os.sched_getaffinity(0))} cores")
     print()
-    print("| layout dp x tp x pp | micro-batches | schedule | stage units | measured ms (median) | "
+    print("| layout dp x tp x pp | micro-batches | schedule | stage units | whole units | measured ms (median) | "
           "spread ms (p25-p75) | predicted ms | measured rank | predicted rank |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for i, l in enumerate(layouts):
         lay = l["layout"]
         q = statistics.quantiles(times[names[i]], n=4, method="inclusive") if len(times[names[i]]) > 1 else [measured[i]] * 3
         mark = " (pick)" if names[i] == chosen else ""
         print(f"| {names[i]}{mark} | {lay['micro_batches']} | {lay['schedule'] if lay['pp'] > 1 else '-'} | "
-              f"{' '.join(str(u) for u in lay['stage_units'])} | {measured[i] * 1e3:.1f} | "
+              f"{' '.join(str(u) for u in lay['stage_units'])} | "
+              f"{' '.join(str(u) for u in lay['replicated_units']) or '-'} | {measured[i] * 1e3:.1f} | "
               f"{q[0] * 1e3:.1f}-{q[2] * 1e3:.1f} | {predicted[i] * 1e3:.1f} | {rm[i]:g} | {rp[i]:g} |")
     rho = spearman(measured, predicted)
     fastest = min(measured)

@@ -32,7 +32,7 @@ struct PlanOptions {
   bool json = false;
   std::vector<int> sweep;
   std::string svg;
-  bool no_zero = false, no_recompute = false;
+  bool no_zero = false, no_recompute = false, no_replicate = false;
 };
 
 // This machine's figures where the links file gives none: the calibrated peaks (cached by
@@ -91,19 +91,18 @@ void print_header(const TransformerSpec& spec, int devices, double limit, const 
 }
 
 void print_table(const std::vector<Candidate>& rows) {
-  std::cout
-      << "\n #  dp x tp x pp  micro-batches  size  schedule  zero  recompute    step s  bubble  tp comm s  dp comm s"
-         "  memory/device\n";
+  std::cout << "\n #  dp x tp x pp  micro-batches  size  schedule  zero  recompute  whole    step s  bubble  tp comm s"
+               "  dp comm s  memory/device\n";
   int i = 0;
   for (const Candidate& c : rows) {
     const Layout& l = c.layout;
     const Estimate& e = c.estimate;
     std::cout << std::setw(2) << ++i << "  " << std::setw(12) << degrees(l) << "  " << std::setw(13) << l.micro_batches
               << "  " << std::setw(4) << e.micro_batch << "  " << std::setw(8) << schedule_name(l.schedule) << "  "
-              << std::setw(4) << l.zero << "  " << std::setw(9) << (l.recompute ? "yes" : "no") << "  " << std::setw(8)
-              << fixed(e.step_s, 3) << "  " << std::setw(6) << fixed(e.bubble, 3) << "  " << std::setw(9)
-              << fixed(e.tp_comm_s, 3) << "  " << std::setw(9) << fixed(e.dp_comm_s, 3) << "  " << std::setw(13)
-              << gib(e.memory.total()) << "\n";
+              << std::setw(4) << l.zero << "  " << std::setw(9) << (l.recompute ? "yes" : "no") << "  " << std::setw(5)
+              << l.replicated_units.size() << "  " << std::setw(8) << fixed(e.step_s, 3) << "  " << std::setw(6)
+              << fixed(e.bubble, 3) << "  " << std::setw(9) << fixed(e.tp_comm_s, 3) << "  " << std::setw(9)
+              << fixed(e.dp_comm_s, 3) << "  " << std::setw(13) << gib(e.memory.total()) << "\n";
   }
 }
 
@@ -115,6 +114,7 @@ int run_one(const PlanOptions& o, const TransformerSpec& spec, const Hardware& h
   so.keep = o.top;
   so.allow_zero = !o.no_zero;
   so.allow_recompute = !o.no_recompute;
+  so.allow_replication = !o.no_replicate;
   auto t0 = std::chrono::steady_clock::now();
   auto r = search(spec, o.devices, hw, so);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -158,6 +158,11 @@ int run_one(const PlanOptions& o, const TransformerSpec& spec, const Hardware& h
   std::cout << "\nchosen    " << degrees(best.layout) << " (dp x tp x pp); stages hold";
   for (int u : best.layout.stage_units) std::cout << " " << u;
   std::cout << " of the " << spec.layers + 2 << " units (embedding, " << spec.layers << " blocks, head)\n";
+  if (!best.layout.replicated_units.empty()) {
+    std::cout << "whole     units";
+    for (int u : best.layout.replicated_units) std::cout << " " << u;
+    std::cout << " run unsplit on every tensor-parallel rank (no allreduce; numbered from 0, the embedding)\n";
+  }
   if (r->has_data_parallel)
     std::cout << "plain DP  " << degrees(r->data_parallel.layout) << ": " << fixed(r->data_parallel.estimate.step_s, 3)
               << " s per step, " << gib(r->data_parallel.estimate.memory.total()) << " per device"
@@ -172,6 +177,7 @@ int run_sweep(const PlanOptions& o, const TransformerSpec& spec, const Hardware&
   so.keep = 1;
   so.allow_zero = !o.no_zero;
   so.allow_recompute = !o.no_recompute;
+  so.allow_replication = !o.no_replicate;
   json rows = json::array();
   std::vector<PlotColumn> cols;
   if (!o.json) {
@@ -250,6 +256,8 @@ void add_plan_command(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--svg", o->svg, "Write a plot of predicted step time and memory per device to FILE");
   sub->add_flag("--no-zero", o->no_zero, "Do not consider sharding optimizer state or gradients (ZeRO-1/2)");
   sub->add_flag("--no-recompute", o->no_recompute, "Do not consider recomputing activations in the backward pass");
+  sub->add_flag("--no-replicate", o->no_replicate,
+                "Split every unit over the tensor-parallel group (no per-layer choice of running a unit whole)");
   sub->callback([o, action] { *action = [o] { return run_plan(*o); }; });
 }
 

@@ -60,6 +60,33 @@ if os.path.exists(svg):
 else:
     check(False, "sweep wrote no SVG")
 
+# Per-layer split choices: on links whose latency dwarfs a small network's arithmetic, every
+# tensor-parallel layout runs some units whole; --no-replicate splits them all.
+slow_links = os.path.join(work, "slow_links.json")
+with open(slow_links, "w") as f:
+    json.dump({"devices_per_node": 4, "intra_node": {"bandwidth_gbs": 1, "latency_us": 650},
+               "device": {"peak_tflops": 0.17, "memory_bandwidth_gbs": 80, "memory_gb": 4, "compute_share": 0.5}}, f)
+small = os.path.join(work, "small.json")
+with open(small, "w") as f:
+    json.dump({"name": "small", "layers": 2, "hidden": 32, "heads": 4, "vocab": 64, "seq": 8, "global_batch": 8,
+               "dtype": "fp32"}, f)
+for extra, want_whole in [([], True), (["--no-replicate"], False)]:
+    p = plan(small, "--devices", "4", "--links", slow_links, "--top", "200", "--json", *extra)
+    check(p.returncode == 0, f"small on slow links {extra}: exit {p.returncode} {p.stderr[-300:]}")
+    if p.returncode == 0:
+        doc = json.loads(p.stdout)
+        rows = [doc["chosen"]] + doc["runners_up"]
+        whole = [r for r in rows if r["layout"]["replicated_units"]]
+        check(bool(whole) == want_whole, f"{extra}: layouts with units run whole: {len(whole)} of {len(rows)}")
+        for r in whole:
+            lay = r["layout"]
+            check(lay["tp"] > 1 and lay["replicated_units"] == sorted(set(lay["replicated_units"])) and
+                  all(0 <= u < 4 for u in lay["replicated_units"]) and
+                  (0 in lay["replicated_units"]) == (3 in lay["replicated_units"]),
+                  f"units run whole: tp > 1, ascending, in range, the tied embedding with the head: {lay}")
+p = plan(small, "--devices", "4", "--links", slow_links, "--top", "200")
+check(p.returncode == 0 and " whole " in p.stdout.splitlines()[5], f"the table has a whole column: {p.stdout[:600]}")
+
 bad_links = os.path.join(work, "bad_links.json")
 with open(bad_links, "w") as f:
     f.write('{"intra_node": {"bandwidth_gbs": -1}}')

@@ -119,6 +119,7 @@ TEST(Plan, SearchFindsTheBruteForceOptimum) {
         }
       SearchOptions o;
       o.memory_limit = limit;
+      o.allow_replication = false;  // the enumeration splits every unit
       auto r = search(sp, devices, hw, o);
       if (std::isinf(brute)) {
         ASSERT_FALSE(r.ok()) << devices << " devices, limit " << limit;
@@ -272,6 +273,125 @@ TEST(Plan, UntiedHeadHasItsOwnWeight) {
                                   {"tied_embeddings", "no"}},
                                  "net.json")
                    .ok());
+}
+
+// A host like this one (bench/plan/this_machine.json): loopback links whose latency dwarfs a
+// small layer's arithmetic, where running a unit whole beats splitting it.
+Hardware high_latency_hardware() {
+  Hardware hw = test_hardware();
+  hw.peak_flops = 170e9, hw.matmul_efficiency = 1, hw.memory_bandwidth = 80e9;
+  hw.op_overhead = 13e-6, hw.compute_share = 0.5;
+  hw.intra_node = hw.inter_node = {1e9, 650e-6};
+  return hw;
+}
+
+// A unit run whole on every tensor-parallel rank costs, on each, what it costs without tensor
+// parallelism (the tp = 1 layout's figures, no allreduce); the others stay split.
+TEST(Plan, ReplicatedUnitCostsWhatItCostsUnsplit) {
+  const TransformerSpec sp = builtin_network("gpt-tiny").value();
+  const Hardware hw = high_latency_hardware();
+  Layout split;
+  split.tp = 4, split.dp = 2, split.micro_batches = 2;
+  Layout one = split;
+  one.tp = 1;
+  Layout mixed = split;
+  mixed.replicated_units = {0, 2, int(sp.layers) + 1};
+  const std::vector<UnitCost> s = unit_costs(sp, hw, split), o = unit_costs(sp, hw, one), m = unit_costs(sp, hw, mixed);
+  ASSERT_EQ(m.size(), s.size());
+  for (size_t k = 0; k < m.size(); ++k) {
+    const UnitCost& want = mixed.replicated(int(k)) ? o[k] : s[k];
+    EXPECT_DOUBLE_EQ(m[k].forward_s, want.forward_s) << k;
+    EXPECT_DOUBLE_EQ(m[k].backward_s, want.backward_s) << k;
+    EXPECT_DOUBLE_EQ(m[k].static_bytes, want.static_bytes) << k;
+    EXPECT_DOUBLE_EQ(m[k].activation_bytes, want.activation_bytes) << k;
+    if (mixed.replicated(int(k))) EXPECT_EQ(m[k].tp_comm_s, 0.0) << k;
+    else EXPECT_GT(m[k].tp_comm_s, 0.0) << k;
+  }
+  // Tied embeddings: the last stage's copy of the table is whole when the head is.
+  Layout piped = mixed;
+  piped.pp = 2, piped.dp = 1, piped.stage_units = {3, 3};
+  const double table = double(sp.vocab) * sp.hidden;
+  EXPECT_DOUBLE_EQ(tied_copy_params(sp, piped), table);
+  piped.replicated_units = {2};
+  EXPECT_DOUBLE_EQ(tied_copy_params(sp, piped), table / 4);
+  EXPECT_TRUE(estimate(sp, hw, piped).ok());
+  for (std::vector<int> bad : {std::vector<int>{0}, std::vector<int>{2, 1}, std::vector<int>{6}, std::vector<int>{-1},
+                               std::vector<int>{3, 3}}) {
+    piped.replicated_units = bad;
+    EXPECT_EQ(estimate(sp, hw, piped).status().code(), ErrorCode::INVALID_ARGUMENT) << ::testing::PrintToString(bad);
+  }
+}
+
+// Without a pipeline and without a memory limit the per-layer choice is the best of every
+// subset of units run whole (the tied embedding and head together).
+TEST(Plan, ReplicationMatchesEveryChoiceOfUnits) {
+  Hardware hw = high_latency_hardware();
+  int proper = 0;  // layouts where some units gain and others do not
+  // Slow memory makes the optimizer's update of the whole weights count against running whole.
+  for (double bandwidth : {80e9, 0.1e9})
+    for (bool tied : {true, false}) {
+      hw.memory_bandwidth = bandwidth;
+      TransformerSpec sp = builtin_network("gpt-tiny").value();
+      sp.tied_embeddings = tied;
+      const int n = int(sp.layers) + 2;
+      for (int tp : {2, 4, 8})
+        for (int dp : {1, 2})
+          for (int64_t m : {1, 4})
+            for (int zero : {0, 1}) {
+              if (zero > 0 && dp == 1) continue;
+              Layout l;
+              l.tp = tp, l.dp = dp, l.micro_batches = m, l.zero = zero, l.stage_units = {n};
+              double best = estimate(sp, hw, l).value().step_s;
+              for (int mask = 1; mask < (1 << n); ++mask) {
+                Layout t = l;
+                for (int k = 0; k < n; ++k)
+                  if (mask >> k & 1) t.replicated_units.push_back(k);
+                if (tied && t.replicated(0) != t.replicated(n - 1)) continue;
+                best = std::min(best, estimate(sp, hw, t).value().step_s);
+              }
+              Layout chosen = l;
+              const double inf = std::numeric_limits<double>::infinity();
+              const bool any = choose_replication(sp, hw, inf, &chosen);
+              const double got = estimate(sp, hw, chosen).value().step_s;
+              EXPECT_NEAR(got / best, 1.0, 1e-12)
+                  << "bandwidth " << bandwidth << " tied " << tied << " tp " << tp << " dp " << dp << " m " << m;
+              proper += any && int(chosen.replicated_units.size()) < n;
+            }
+    }
+  EXPECT_GT(proper, 0) << "no layout where the choice is per layer: the test would not tell";
+}
+
+// Under a memory limit between all-split and all-whole, some blocks run whole and the others
+// stay split, and the layout fits.
+TEST(Plan, ReplicationKeepsToTheMemoryLimit) {
+  TransformerSpec sp = builtin_network("gpt-tiny").value();
+  sp.layers = 8, sp.global_batch = 4, sp.seq = 32;  // blocks small enough that running whole pays
+  const Hardware hw = high_latency_hardware();
+  Layout l;
+  l.tp = 4, l.micro_batches = 1;
+  const double inf = std::numeric_limits<double>::infinity();
+  ASSERT_TRUE(choose_stage_cut(sp, hw, inf, &l));
+  Layout all = l;
+  ASSERT_TRUE(choose_replication(sp, hw, inf, &all));
+  const double low = estimate(sp, hw, l).value().memory.total(), high = estimate(sp, hw, all).value().memory.total();
+  ASSERT_LT(low, high);
+  Layout some = l;
+  const double limit = 0.5 * (low + high);
+  ASSERT_TRUE(choose_replication(sp, hw, limit, &some));
+  EXPECT_GT(some.replicated_units.size(), 0u);
+  EXPECT_LT(some.replicated_units.size(), all.replicated_units.size());
+  const Estimate e = estimate(sp, hw, some).value();
+  EXPECT_LE(e.memory.total(), limit);
+  EXPECT_LT(e.step_s, estimate(sp, hw, l).value().step_s);
+  EXPECT_GT(e.step_s, estimate(sp, hw, all).value().step_s);
+  // The search returns it, and never anything slower than without the choice.
+  SearchOptions o;
+  o.memory_limit = limit;
+  const PlanResult with = search(sp, 4, hw, o).value();
+  o.allow_replication = false;
+  const PlanResult without = search(sp, 4, hw, o).value();
+  EXPECT_LE(with.best.front().estimate.step_s, without.best.front().estimate.step_s);
+  for (const Candidate& c : with.best) EXPECT_LE(c.estimate.memory.total(), limit);
 }
 
 TEST(Plan, BadSpecsAndImpossibleLimitsSayWhy) {

@@ -147,6 +147,16 @@ const Link& group_link(const Hardware& hw, int size, int stride) {
   return int64_t(size) * stride <= hw.devices_per_node ? hw.intra_node : hw.inter_node;
 }
 
+bool Layout::replicated(int unit) const {
+  return std::binary_search(replicated_units.begin(), replicated_units.end(), unit);
+}
+
+double tied_copy_params(const TransformerSpec& spec, const Layout& l) {
+  if (!spec.tied_embeddings) return 0;  // the head's own weight is in its unit's parameters
+  const bool whole = l.tp == 1 || l.replicated(int(spec.layers) + 1);
+  return double(spec.vocab) * spec.hidden / (whole ? 1 : l.tp);
+}
+
 int64_t in_flight(Schedule s, int stage, int pp, int64_t m) {
   return s == Schedule::kGPipe ? m : std::min<int64_t>(m, pp - stage);
 }
@@ -157,8 +167,14 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
   const double act = double(spec.dtype_bytes) * b * spec.seq * spec.hidden;  // one activation
   const double tp_allreduce = allreduce_s(act, l.tp, tp_link);
   const double tp_token_allreduce = allreduce_s(4.0 * b * spec.seq, l.tp, tp_link);  // fp32 per token
+  const std::vector<Unit> split = units(spec, b, l.tp);
+  const std::vector<Unit> whole = l.replicated_units.empty() ? std::vector<Unit>{} : units(spec, b, 1);
   std::vector<UnitCost> out;
-  for (const Unit& u : units(spec, b, l.tp)) {
+  for (size_t k = 0; k < split.size(); ++k) {
+    // A replicated unit costs on each rank what it costs without tensor parallelism.
+    const bool replicated = l.tp > 1 && l.replicated(int(k));
+    const Unit& u = replicated ? whole[k] : split[k];
+    const int ways = replicated ? 1 : l.tp;
     UnitCost c;
     double fwd = 0, bwd = 0;
     for (const Op& op : u.ops) {
@@ -173,7 +189,7 @@ std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw
     c.forward_s = fwd + comm_f;
     // Recomputation replays the forward, its allreduces included.
     c.backward_s = bwd + comm_b + (l.recompute ? fwd + comm_f : 0);
-    const double params = double(u.params) / l.tp;
+    const double params = double(u.params) / ways;
     c.fixed.weights = params * spec.dtype_bytes;
     c.fixed.gradients = params * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
     c.fixed.optimizer = params * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
@@ -365,6 +381,14 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
   }
   if (int(l.stage_units.size()) != l.pp || covered != n_units)
     return make_error(ErrorCode::INVALID_ARGUMENT, "stages must cover the ", n_units, " units in ", l.pp, " stages");
+  for (size_t i = 0; i < l.replicated_units.size(); ++i) {
+    const int u = l.replicated_units[i];
+    if (u < 0 || u >= n_units || (i > 0 && u <= l.replicated_units[i - 1]))
+      return make_error(ErrorCode::INVALID_ARGUMENT, "replicated units must be ascending indices below ", n_units);
+  }
+  if (spec.tied_embeddings && l.replicated(0) != l.replicated(int(n_units) - 1))
+    return make_error(ErrorCode::INVALID_ARGUMENT,
+                      "with tied embeddings the embedding and the head share a weight: replicate both or neither");
 
   const std::vector<UnitCost> costs = unit_costs(spec, hw, l);
   Estimate e;
@@ -393,7 +417,7 @@ Result<Estimate> estimate(const TransformerSpec& spec, const Hardware& hw, const
     if (s == l.pp - 1 && l.pp > 1 && spec.tied_embeddings) {
       // The logits' weight is the embedding's: the last stage keeps a copy (and its gradient
       // and optimizer state), reduced with the first stage's each step.
-      const double tied = double(spec.vocab) * spec.hidden / l.tp;
+      const double tied = tied_copy_params(spec, l);
       mem.weights += tied * spec.dtype_bytes;
       mem.gradients += tied * spec.dtype_bytes / (l.zero >= 2 ? l.dp : 1);
       mem.optimizer += tied * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
@@ -445,7 +469,8 @@ nlohmann::json layout_to_json(const Layout& l) {
           {"schedule", schedule_name(l.schedule)},
           {"zero", l.zero},
           {"recompute", l.recompute},
-          {"stage_units", l.stage_units}};
+          {"stage_units", l.stage_units},
+          {"replicated_units", l.replicated_units}};
 }
 
 nlohmann::json estimate_to_json(const Estimate& e) {

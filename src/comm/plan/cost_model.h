@@ -1,6 +1,7 @@
 // The cost model of gearbox plan: predicted step time and memory per rank of one parallel
-// layout (data x tensor x pipeline degrees, micro-batches, schedule, ZeRO stage, recomputation)
-// of a transformer (network.h) on a set of devices joined by links.
+// layout (data x tensor x pipeline degrees, micro-batches, schedule, ZeRO stage, recomputation,
+// which units run whole on every tensor-parallel rank) of a transformer (network.h) on a set of devices joined by
+// links.
 //
 //   computation  each op's time is its FLOPs at the rate measured for that op on the device
 //                (a profile, when the links file has one), else its roofline: max(FLOPs /
@@ -88,6 +89,13 @@ struct Layout {
   int zero = 0;  // 0, 1 (optimizer state sharded) or 2 (and gradients)
   bool recompute = false;
   std::vector<int> stage_units;  // units (network.h) per stage, in order; sums to layers + 2
+  // The per-layer split choice: units (indices into units(), ascending) that every rank of the
+  // tensor-parallel group computes whole instead of splitting: no tensor-parallel allreduce, at
+  // tp times the FLOPs and the unit's whole weights on each rank. Pays where a link's latency
+  // outweighs a small layer's arithmetic (a small vocabulary's head, narrow blocks). With tied
+  // embeddings the embedding and the head share a weight and are chosen together.
+  std::vector<int> replicated_units;
+  bool replicated(int unit) const;
   int devices() const { return dp * tp * pp; }
 };
 
@@ -120,6 +128,10 @@ struct UnitCost {
   double working_bytes = 0;                        // transient (recomputation rebuilds one unit at a time)
 };
 std::vector<UnitCost> unit_costs(const TransformerSpec& spec, const Hardware& hw, const Layout& layout);
+
+// Parameters per rank of the logits' copy of a tied embedding on the last stage (0 when the
+// head has its own weight, which its unit counts).
+double tied_copy_params(const TransformerSpec& spec, const Layout& layout);
 
 // Micro-batches in flight on `stage` of `pp` stages.
 int64_t in_flight(Schedule s, int stage, int pp, int64_t micro_batches);

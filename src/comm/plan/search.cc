@@ -49,13 +49,88 @@ std::vector<int> pack(const std::vector<UnitCost>& costs, const Layout& l, doubl
 }
 
 double tied_copy_bytes(const TransformerSpec& spec, const Layout& l) {
-  if (!spec.tied_embeddings) return 0;  // the head's own weight is in its unit's parameters
-  const double tied = double(spec.vocab) * spec.hidden / l.tp;
+  const double tied = tied_copy_params(spec, l);
   return tied * spec.dtype_bytes * (1 + 1.0 / (l.zero >= 2 ? l.dp : 1)) +
          tied * spec.optimizer_bytes_per_param() / (l.zero >= 1 ? l.dp : 1);
 }
 
+// The per-layer split choice (Layout::replicated_units) of a layout with tp > 1: the groups of
+// units (one unit each, or the embedding with the head when their weight is tied) whose whole
+// computation on every tensor-parallel rank costs less than their split (its compute plus its
+// allreduces), counting what their whole weights add to the data-parallel reduction and the
+// optimizer's update, ordered by time saved per byte of memory added, most first. Without a
+// pipeline and without a memory limit the step time is a sum over units plus terms linear in
+// the parameters, so taking every group that saves time is the optimum over all subsets
+// (Plan.ReplicationMatchesEveryChoiceOfUnits enumerates them).
+std::vector<std::vector<int>> replication_groups(const TransformerSpec& spec, const Hardware& hw, const Layout& l) {
+  const int n = int(spec.layers) + 2;
+  Layout whole = l;
+  whole.replicated_units.resize(size_t(n));
+  for (int k = 0; k < n; ++k) whole.replicated_units[size_t(k)] = k;
+  const std::vector<UnitCost> split = unit_costs(spec, hw, l), all = unit_costs(spec, hw, whole);
+  // Per parameter a rank holds more: the data-parallel allreduce's bandwidth term and the
+  // optimizer's memory traffic (estimate()'s terms, linear in the parameters).
+  const double dp_per_byte = l.dp > 1 ? 2.0 * (l.dp - 1) / l.dp / group_link(hw, l.dp, l.tp).bandwidth : 0;
+  const double update_per_param = (2.0 * spec.dtype_bytes + 2.0 * spec.optimizer_bytes_per_param()) /
+                                  hw.memory_bandwidth / hw.compute_share / (l.zero >= 1 ? l.dp : 1);
+  struct Group {
+    std::vector<int> units;
+    double saved = 0, added_bytes = 0;
+  };
+  std::vector<Group> groups;
+  auto add = [&](std::vector<int> members) {
+    Group g{std::move(members)};
+    for (int k : g.units) {
+      const UnitCost &a = split[size_t(k)], &b = all[size_t(k)];
+      const double more_params = (b.fixed.weights - a.fixed.weights) / spec.dtype_bytes;
+      g.saved += (a.forward_s + a.backward_s - b.forward_s - b.backward_s) * double(l.micro_batches) -
+                 more_params * (spec.dtype_bytes * dp_per_byte + update_per_param);
+      g.added_bytes += b.static_bytes - a.static_bytes + b.activation_bytes - a.activation_bytes;
+    }
+    if (g.saved > 0) groups.push_back(std::move(g));
+  };
+  const bool tied = spec.tied_embeddings;
+  if (tied) add({0, n - 1});
+  for (int k = tied ? 1 : 0; k < (tied ? n - 1 : n); ++k) add({k});
+  // Most time per byte first; among equals the later units, whose stages keep fewer
+  // micro-batches in flight under 1F1B.
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+    const double ra = a.saved / std::max(a.added_bytes, 1.0), rb = b.saved / std::max(b.added_bytes, 1.0);
+    if (ra != rb) return ra > rb;
+    return a.units.front() > b.units.front();
+  });
+  std::vector<std::vector<int>> out;
+  for (Group& g : groups) out.push_back(std::move(g.units));
+  return out;
+}
+
+// The layout with the first `count` replication groups replicated.
+Layout with_replicated(Layout l, const std::vector<std::vector<int>>& groups, size_t count) {
+  l.replicated_units.clear();
+  for (size_t i = 0; i < count; ++i)
+    l.replicated_units.insert(l.replicated_units.end(), groups[i].begin(), groups[i].end());
+  std::sort(l.replicated_units.begin(), l.replicated_units.end());
+  return l;
+}
+
 }  // namespace
+
+bool choose_replication(const TransformerSpec& spec, const Hardware& hw, double memory_limit, Layout* l) {
+  if (l->tp == 1) return false;
+  const std::vector<std::vector<int>> groups = replication_groups(spec, hw, *l);
+  // The most groups that still fit: memory only grows with each group, so bisect on the count.
+  size_t lo = 0, hi = groups.size();
+  Layout best;
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    Layout t = with_replicated(*l, groups, mid);
+    if (choose_stage_cut(spec, hw, memory_limit, &t)) lo = mid, best = std::move(t);
+    else hi = mid - 1;
+  }
+  if (lo == 0) return false;
+  *l = std::move(best);
+  return true;
+}
 
 bool choose_stage_cut(const TransformerSpec& spec, const Hardware& hw, double memory_limit, Layout* l) {
   const std::vector<UnitCost> costs = unit_costs(spec, hw, *l);
@@ -112,14 +187,22 @@ Result<PlanResult> search(const TransformerSpec& spec, int devices, const Hardwa
               ++r.evaluated;
               bool fits = choose_stage_cut(spec, hw, o.memory_limit, &l);
               if (!fits && !choose_stage_cut(spec, hw, inf, &l)) continue;
-              auto e = estimate(spec, hw, l);
-              if (!e.ok()) return e.status();
-              r.smallest_memory = std::min(r.smallest_memory, e->memory.total());
-              if (fits) fitting.push_back({l, *e});
-              const Estimate& b = summary.best.estimate;
-              if (!any || (fits && (!summary.fits || e->step_s < b.step_s)) ||
-                  (!fits && !summary.fits && e->memory.total() < b.memory.total()))
-                summary = {{l, *e}, fits}, any = true;
+              std::vector<Layout> tries{l};
+              // The same degrees with some units whole on every tensor-parallel rank.
+              if (fits && o.allow_replication && choose_replication(spec, hw, o.memory_limit, &l)) {
+                tries.push_back(l);
+                ++r.evaluated;
+              }
+              for (const Layout& t : tries) {
+                auto e = estimate(spec, hw, t);
+                if (!e.ok()) return e.status();
+                r.smallest_memory = std::min(r.smallest_memory, e->memory.total());
+                if (fits) fitting.push_back({t, *e});
+                const Estimate& b = summary.best.estimate;
+                if (!any || (fits && (!summary.fits || e->step_s < b.step_s)) ||
+                    (!fits && !summary.fits && e->memory.total() < b.memory.total()))
+                  summary = {{t, *e}, fits}, any = true;
+              }
             }
         }
       }

@@ -3,6 +3,9 @@
 // by the cost model (cost_model.h) with the stage cut points chosen per candidate; layouts over
 // the memory limit are dropped, the rest ranked by predicted step time.
 //
+// Per-layer split choices: for tp > 1 each candidate is also costed with the units that gain
+// from running whole on every tensor-parallel rank replicated (choose_replication), both kept.
+//
 // Stage cuts: the cut that minimises the slowest stage's forward + backward time subject to
 // each stage's memory limit (stage i holds in_flight(i) micro-batches' activations). Found by
 // bisection on that time with a greedy packing as the feasibility test; the packing is exact
@@ -29,6 +32,7 @@ struct SearchOptions {
   bool allow_zero = true;
   bool allow_recompute = true;
   bool allow_gpipe = true;
+  bool allow_replication = true;  // per-layer split choices (Layout::replicated_units)
 };
 
 struct PlanResult {
@@ -52,6 +56,12 @@ struct PlanResult {
 // The stage cut for a layout whose other fields are set: fills layout->stage_units and returns
 // true when every stage fits `memory_limit`; false when no cut does.
 bool choose_stage_cut(const TransformerSpec& spec, const Hardware& hw, double memory_limit, Layout* layout);
+
+// The per-layer split choice for a layout with tp > 1 whose stage cut fits `memory_limit`:
+// replicates the units that gain by running whole on every tensor-parallel rank, as many of
+// them, most time saved per byte first, as still fit, and re-cuts the stages. False (layout
+// untouched) when no unit gains or none fits.
+bool choose_replication(const TransformerSpec& spec, const Hardware& hw, double memory_limit, Layout* layout);
 
 // PLAN_INFEASIBLE when nothing fits (the message gives the smallest memory a layout needs),
 // INVALID_ARGUMENT for devices < 1.
