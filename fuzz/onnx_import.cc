@@ -2,7 +2,9 @@
 // and serve load (protobuf parse, onnx's checker and shape inference, initializers, attributes,
 // subgraphs, external data, topological sort). External data is looked up in a folder holding
 // one small file, so that offsets, lengths and paths (.., absolute, symlinks) into it are tried.
-// An error Status is a correct answer; only a crash or a sanitizer report is a finding.
+// A model that imports is also read by gearbox plan's transformer recognizer (tools/plan_model.h),
+// which walks its shapes and initializers. An error Status is a correct answer; only a crash or a
+// sanitizer report is a finding.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "graph/onnx_importer.h"
+#include "tools/plan_model.h"
 
 namespace fs = std::filesystem;
 
@@ -26,6 +29,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   auto model = gearbox::import_onnx_bytes(bytes, g_base_dir);
-  (void)model;
+  if (model.ok()) (void)gearbox::cli::transformer_from_model(*model, 0);
   return 0;
 }

@@ -1,5 +1,5 @@
-// `gearbox plan NETWORK --devices N [--memory-per-device SIZE] [--links FILE] [--top K] [--json]
-//  [--sweep N1,N2,...] [--svg FILE]`: the parallel layout of a transformer over N devices that
+// `gearbox plan NETWORK|MODEL.onnx --devices N [--memory-per-device SIZE] [--links FILE] [--top K]
+//  [--json] [--sweep N1,N2,...] [--svg FILE]`: the parallel layout of a transformer over N devices that
 // the cost model predicts fastest within the memory limit, with the runners-up, the plain
 // data-parallel layout for comparison, and a plot (comm/plan, docs/parallel.md).
 #include <chrono>
@@ -16,6 +16,7 @@
 #include "device/device.h"
 #include "device/memory_pool.h"
 #include "tools/commands.h"
+#include "tools/plan_model.h"
 
 namespace gearbox::cli {
 namespace {
@@ -33,6 +34,7 @@ struct PlanOptions {
   std::vector<int> sweep;
   std::string svg;
   bool no_zero = false, no_recompute = false, no_replicate = false;
+  int64_t global_batch = 0;  // 0: the network's own (a model's input batch)
 };
 
 // This machine's figures where the links file gives none: the calibrated peaks (cached by
@@ -221,7 +223,7 @@ int run_plan(const PlanOptions& o) {
     return report(make_error(ErrorCode::USAGE, "give --devices N (>= 1) or --sweep"));
   for (int n : o.sweep)
     if (n < 1) return report(make_error(ErrorCode::USAGE, "--sweep device counts must be >= 1, not ", n));
-  auto spec = load_network(o.network);
+  auto spec = load_plan_network(o.network, o.global_batch);
   if (!spec.ok()) return report(spec.status());
   auto hw = hardware(o);
   if (!hw.ok()) return report(hw.status());
@@ -242,8 +244,12 @@ void add_plan_command(CLI::App& app, std::function<int()>* action) {
   CLI::App* sub = app.add_subcommand(
       "plan", "Choose the data x tensor x pipeline layout of a transformer over N devices (docs/parallel.md)");
   sub->add_option("network", o->network,
-                  "A built-in network (gpt-tiny, gpt-1.3b, gpt-13b, gpt-175b) or a JSON file describing one")
+                  "A built-in network (gpt-tiny, gpt-1.3b, gpt-13b, gpt-175b), a JSON file describing one, or a "
+                  "GPT-style ONNX model (MODEL.onnx, read for its dimensions)")
       ->required();
+  sub->add_option("--global-batch", o->global_batch,
+                  "Sequences per optimizer step over all devices (default: the network's; a model's input batch)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   sub->add_option("--devices", o->devices, "Number of devices to split over");
   sub->add_option(
       "--memory-per-device", o->memory,
