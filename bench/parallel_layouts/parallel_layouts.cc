@@ -169,71 +169,38 @@ int run(int argc, char** argv) {
   const std::vector<int> whole = std::string(argv[9]) == "-" ? std::vector<int>{} : parse_ints(argv[9]);
   const int steps = std::stoi(argv[10]), warmup = std::stoi(argv[11]);
 
-  auto joined = gearbox::comm::join_job();
-  if (!joined.ok()) {
-    std::cerr << joined.status().to_string() << "\n";
-    return 1;
-  }
-  auto& job = **joined;
-  const int rank = job.env.rank, world = job.env.size;
-  if (dp * tp * pp != world || int(units.size()) != pp) {
+  nn::ParallelLayout layout;
+  layout.dp = dp, layout.tp = tp, layout.pp = pp, layout.micro_batches = micro;
+  layout.schedule = gpipe ? nn::PipelineSchedule::GPipe : nn::PipelineSchedule::OneFOneB;
+  layout.stage_units = units, layout.replicated_units = whole;
+  std::shared_ptr<nn::ProcessGroup> world = nn::ProcessGroup::from_environment();
+  const int rank = world->rank(), size = world->size();
+  if (layout.devices() != size || int(units.size()) != pp) {
     std::cerr << "dp x tp x pp must be the world size and UNITS must list pp stages\n";
     return 2;
   }
-  const int d_idx = (rank / tp) % dp, p_idx = rank / (tp * dp);
-  gearbox::comm::GlooOptions wo;
-  wo.rank = rank, wo.size = world, wo.timeout = job.env.timeout, wo.bind_address = job.env.bind_address;
-  // Every rank creates every group in the same order; a rank keeps the ones it belongs to.
-  std::vector<std::unique_ptr<gearbox::comm::GlooCommunicator>> keep;
-  auto make_groups = [&](const std::string& name, int size, auto member) -> Group {
-    if (size == 1) return nullptr;
-    Group mine;
-    for (int g = 0; g < world / size; ++g) {
-      std::vector<int> ranks;
-      for (int i = 0; i < size; ++i) ranks.push_back(member(g, i));
-      auto c = gearbox::comm::GlooCommunicator::create_group(job.store, wo, name + std::to_string(g), ranks);
-      check(c.status());
-      if (*c) {
-        keep.push_back(std::move(*c));
-        mine = std::make_shared<nn::ProcessGroup>(*keep.back());
-      }
-    }
-    return mine;
-  };
-  // Group g enumerates the other two indices; i runs along the group's own axis.
-  Group tp_g = make_groups("tp", tp, [&](int g, int i) { return g * tp + i; });
-  Group dp_g = make_groups("dp", dp, [&](int g, int i) {
-    const int t = g % tp, p = g / tp;
-    return t + tp * (i + dp * p);
-  });
-  Group pp_g = make_groups("pp", pp, [&](int g, int i) {
-    const int t = g % tp, d = g / tp;
-    return t + tp * (d + dp * i);
-  });
+  nn::ParallelMesh mesh(world, layout);
+  const int d_idx = mesh.data_rank();
 
-  // The whole network from one seed on every rank (the parallel layers keep their slices), then
-  // this rank's stage.
-  // A unit run whole builds the plain layers (they draw the same weights as the parallel ones).
-  auto group_of = [&](int unit) { return std::count(whole.begin(), whole.end(), unit) ? nullptr : tp_g; };
+  // The whole network from one seed on every rank (the parallel layers keep their slices; a unit
+  // run whole builds the plain layers, which draw the same weights), then this rank's stage.
   const int head_unit = int(sp.layers) + 1;
   nn::manual_seed(0);
-  std::vector<std::shared_ptr<nn::Module>> all{std::make_shared<EmbeddingUnit>(sp, group_of(0))};
-  for (int i = 1; i < head_unit; ++i) all.push_back(std::make_shared<Block>(sp, group_of(i)));
-  all.push_back(std::make_shared<Head>(sp, group_of(head_unit)));
-  int first = 0;
-  for (int s = 0; s < p_idx; ++s) first += units[size_t(s)];
-  auto stage = std::make_shared<nn::Sequential>(
-      std::vector<std::shared_ptr<nn::Module>>(all.begin() + first, all.begin() + first + units[size_t(p_idx)]));
+  std::vector<std::shared_ptr<nn::Module>> all{std::make_shared<EmbeddingUnit>(sp, mesh.tensor_group_for(0))};
+  for (int i = 1; i < head_unit; ++i) all.push_back(std::make_shared<Block>(sp, mesh.tensor_group_for(i)));
+  all.push_back(std::make_shared<Head>(sp, mesh.tensor_group_for(head_unit)));
+  auto stage = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>(
+      all.begin() + mesh.first_unit(), all.begin() + mesh.first_unit() + mesh.unit_count()));
   all.clear();
   nn::AdamW opt(stage->parameters(), nn::AdamOptions{.lr = 1e-3, .weight_decay = 1e-2});
-  nn::LossFunction loss_fn = [head_g = group_of(head_unit)](const nn::Tensor& logits, const nn::Tensor& target) {
+  nn::LossFunction loss_fn = [head_g = mesh.tensor_group_for(head_unit)](const nn::Tensor& logits,
+                                                                         const nn::Tensor& target) {
     nn::Tensor t = nn::reshape(target, {-1});
     return head_g ? nn::vocab_parallel_cross_entropy(logits, t, head_g) : nn::cross_entropy(logits, t);
   };
   std::unique_ptr<nn::PipelineParallel> pipe;
-  if (pp_g)
-    pipe = std::make_unique<nn::PipelineParallel>(
-        stage, pp_g, nn::PipelineOptions{micro, gpipe ? nn::PipelineSchedule::GPipe : nn::PipelineSchedule::OneFOneB});
+  if (mesh.pipeline_group())
+    pipe = std::make_unique<nn::PipelineParallel>(stage, mesh.pipeline_group(), mesh.pipeline_options());
 
   // Token ids (uniform, from a seed of their own): every layout trains on the same global
   // batches; this replica takes rows [d_idx b, (d_idx + 1) b) of each.
@@ -247,7 +214,7 @@ int run(int argc, char** argv) {
     nn::Tensor all_ids = nn::Tensor::from_vector(v, {sp.global_batch, sp.seq + 1});
     nn::Tensor mine = nn::slice(all_ids, 0, d_idx * b, (d_idx + 1) * b);
     nn::Tensor x = nn::slice(mine, 1, 0, sp.seq), y = nn::slice(mine, 1, 1, sp.seq + 1);
-    if (world > 1) check(job.world->barrier());
+    if (size > 1) world->barrier();
     const double t0 = now_s();
     opt.zero_grad();
     double loss = 0;
@@ -261,13 +228,13 @@ int run(int argc, char** argv) {
         loss += l.item() / double(micro);
       }
     }
-    if (dp_g) {
+    if (const auto& dp_g = mesh.data_group()) {
       nn::average_gradients(stage->parameters(), dp_g);
       loss = dp_g->average(loss);
     }
     opt.step();
     // Every rank's step has ended when the slowest has: the step's time is the slowest rank's.
-    if (world > 1) check(job.world->barrier());
+    if (size > 1) world->barrier();
     const double dt = now_s() - t0;
     if (step >= warmup) times.push_back(dt), losses.push_back(loss);
   }

@@ -49,9 +49,17 @@ class ProcessGroup {
   double average(double v) const;
   double sum(double v) const;
   void barrier() const;
+  // A group of some of this job's ranks (world ranks, ascending), torch.distributed.new_group's
+  // counterpart: its own communicator, so its collectives involve only its members. Every rank of
+  // the world calls it, in the same order with the same arguments; a rank outside `ranks` gets
+  // nullptr. Only on the world group of from_environment() with the gloo backend (a group needs
+  // the job's store); INVALID_ARGUMENT otherwise.
+  std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks);
 
  private:
-  std::shared_ptr<void> job_;  // the comm::Job from_environment() joined (keeps it alive)
+  std::shared_ptr<void> job_;    // the comm::Job from_environment() joined (keeps it alive)
+  std::shared_ptr<void> owned_;  // a new_group's communicator
+  int groups_made_ = 0;          // names new_group's store namespaces
   gearbox::comm::Communicator* comm_ = nullptr;
 };
 
@@ -368,6 +376,65 @@ class PipelineParallel {
 // whole global batch. A collective: every rank of `group` calls it with the same parameters.
 void average_gradients(const std::vector<Tensor>& params, const std::shared_ptr<ProcessGroup>& group,
                        size_t bucket_bytes = size_t{25} << 20);
+
+// ---- applying a parallel layout (gearbox plan's choice) ----------------------------------
+// `gearbox plan --json` chooses a layout (docs/parallel.md): dp x tp x pp degrees, micro-batches,
+// schedule, the units (embedding, blocks, head) each pipeline stage holds, and the units run whole
+// on every tensor-parallel rank. ParallelMesh makes the process groups of that layout over a job
+// and tells each rank its part; the network is then built unit by unit with the group each unit
+// splits over:
+//
+//   nn::ParallelMesh mesh(nn::ProcessGroup::from_environment(), nn::parse_parallel_layout(text));
+//   for (int u = mesh.first_unit(); u < mesh.first_unit() + mesh.unit_count(); ++u)
+//     stage->push_back(make_unit(u, mesh.tensor_group_for(u)));  // plain layers for nullptr
+//   nn::PipelineParallel pipe(stage, mesh.pipeline_group(), mesh.pipeline_options());
+//   ... pipe.train_step(...); nn::average_gradients(stage->parameters(), mesh.data_group()); opt.step();
+//
+// bench/parallel_layouts trains a GPT this way in every layout of 4 ranks (its losses agree).
+struct ParallelLayout {
+  int dp = 1, tp = 1, pp = 1;
+  int64_t micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  std::vector<int> stage_units;       // units per stage, pp entries
+  std::vector<int> replicated_units;  // units every tensor-parallel rank runs whole, ascending
+  int zero = 0;                       // the ZeRO stage the plan assumed (ZeroRedundancyOptimizer)
+  bool runs_whole(int unit) const;
+  int devices() const { return dp * tp * pp; }
+};
+
+// From gearbox plan's JSON: the whole document (its "chosen" layout), a candidate ({"layout":
+// ...}) or a layout object. Throws nn::Error INVALID_ARGUMENT naming a missing or bad key.
+ParallelLayout parse_parallel_layout(const std::string& json_text);
+
+// The groups of a layout over a job's ranks, numbered tensor-parallel fastest, then data-parallel,
+// then pipeline (the planner's and Megatron-LM's order). A collective: every rank of `world`
+// constructs it with the same layout. INVALID_ARGUMENT when the degrees do not multiply to the
+// world's size or the stage cut does not have pp stages.
+class ParallelMesh {
+ public:
+  ParallelMesh(std::shared_ptr<ProcessGroup> world, ParallelLayout layout);
+  const ParallelLayout& layout() const { return layout_; }
+  // This rank's groups; nullptr where the degree is 1.
+  const std::shared_ptr<ProcessGroup>& tensor_group() const { return tensor_; }
+  const std::shared_ptr<ProcessGroup>& data_group() const { return data_; }
+  const std::shared_ptr<ProcessGroup>& pipeline_group() const { return pipeline_; }
+  int tensor_rank() const { return tensor_rank_; }
+  int data_rank() const { return data_rank_; }
+  int stage() const { return stage_; }
+  // The units this rank's stage holds: [first_unit(), first_unit() + unit_count()); unit_count()
+  // is -1 (every unit) for a layout without a stage cut (pp = 1, written by hand).
+  int first_unit() const { return first_unit_; }
+  int unit_count() const { return unit_count_; }
+  // The group a unit's layers split over: nullptr when tp = 1 or the layout runs the unit whole
+  // (build the plain layers then).
+  std::shared_ptr<ProcessGroup> tensor_group_for(int unit) const;
+  PipelineOptions pipeline_options() const;
+
+ private:
+  std::shared_ptr<ProcessGroup> world_, tensor_, data_, pipeline_;
+  ParallelLayout layout_;
+  int tensor_rank_ = 0, data_rank_ = 0, stage_ = 0, first_unit_ = 0, unit_count_ = 0;
+};
 
 // ---- sharded optimizer (ZeRO stages 1 and 2) ---------------------------------------------
 // ZeroRedundancyOptimizer wraps an optimizer (any of nn.hpp's, built by `make_optimizer` over the

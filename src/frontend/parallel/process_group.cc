@@ -4,6 +4,7 @@
 
 #include "comm/communicator.h"
 #include "comm/environment.h"
+#include "comm/gloo_communicator.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn_distributed.hpp"
 
@@ -47,5 +48,30 @@ double reduce_scalar(gearbox::comm::Communicator& comm, double v, gearbox::comm:
 double ProcessGroup::average(double v) const { return reduce_scalar(*comm_, v, gearbox::comm::ReduceOp::Avg); }
 double ProcessGroup::sum(double v) const { return reduce_scalar(*comm_, v, gearbox::comm::ReduceOp::Sum); }
 void ProcessGroup::barrier() const { throw_if_error(comm_->barrier()); }
+
+std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ranks) {
+  auto job = std::static_pointer_cast<gearbox::comm::Job>(job_);
+  if (!job || job->world.get() != comm_ || job->env.backend != "gloo")
+    throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT,
+                                     "new_group needs the world group of ProcessGroup::from_environment() on the gloo "
+                                     "backend (a group's communicator meets through the job's store)"));
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] < 0 || ranks[i] >= size() || (i > 0 && ranks[i] <= ranks[i - 1]))
+      throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT,
+                                       "new_group's ranks must be ascending world ranks below ", size()));
+  gearbox::comm::GlooOptions world;
+  world.rank = job->env.rank, world.size = job->env.size, world.timeout = job->env.timeout;
+  world.algorithm = job->env.algorithm, world.bind_address = job->env.bind_address;
+  // Every rank makes the same groups in the same order, so the count names the group alike on all.
+  auto made =
+      gearbox::comm::GlooCommunicator::create_group(job->store, world, "group" + std::to_string(groups_made_++), ranks);
+  if (!made.ok()) throw_status(made.status());
+  if (!*made) return nullptr;
+  std::shared_ptr<gearbox::comm::GlooCommunicator> comm = std::move(*made);
+  auto pg = std::make_shared<ProcessGroup>(*comm);
+  pg->owned_ = comm;
+  pg->job_ = job_;  // the store and the world outlive the group
+  return pg;
+}
 
 }  // namespace gbx::nn
