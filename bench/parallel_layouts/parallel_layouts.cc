@@ -6,11 +6,10 @@
 //       the planner's best layout of each dp x tp x pp (the search the bench can run: no ZeRO,
 //       no recomputation) as JSON lines, where it runs units whole also the same degrees with
 //       every unit split, and the one the search picks
-//   gearbox launch -n 4 -- gearbox_bench_parallel_layouts run NETWORK.json DP TP PP MICRO SCHEDULE
-//       UNITS WHOLE STEPS WARMUP
-//       trains the network in that layout (UNITS: the units per stage, "2,2,2"; WHOLE: the units
-//       every tensor-parallel rank runs unsplit, "0,5", or "-" for none), rank 0 prints one JSON
-//       line: per-step wall times and losses
+//   gearbox launch -n 4 -- gearbox_bench_parallel_layouts run NETWORK.json LAYOUT_JSON STEPS WARMUP
+//       trains the network in that layout (one of predict's layouts, as gearbox plan --json writes
+//       it: nn::parse_parallel_layout reads it), rank 0 prints one JSON line: per-step wall times
+//       and losses
 //   gearbox_bench_parallel_layouts calibrate NETWORK.json
 //       this process's single-thread matmul rate, memory bandwidth, the framework's fixed
 //       cost per op and a profile of the network's layers, as JSON (calibrate.py writes them
@@ -146,40 +145,18 @@ class Head : public nn::Module {
   std::shared_ptr<nn::Module> ln_, logits_;
 };
 
-std::vector<int> parse_ints(const std::string& s) {
-  std::vector<int> v;
-  std::stringstream in(s);
-  std::string part;
-  while (std::getline(in, part, ',')) v.push_back(std::stoi(part));
-  return v;
-}
-
 // ---- run: one layout under gearbox launch ----------------------------------------------
 
 int run(int argc, char** argv) {
-  if (argc != 12) {
-    std::cerr << "run NETWORK DP TP PP MICRO SCHEDULE UNITS WHOLE STEPS WARMUP\n";
+  if (argc != 6) {
+    std::cerr << "run NETWORK LAYOUT_JSON STEPS WARMUP\n";
     return 2;
   }
   const plan::TransformerSpec sp = load_spec(argv[2]);
-  const int dp = std::stoi(argv[3]), tp = std::stoi(argv[4]), pp = std::stoi(argv[5]);
-  const int64_t micro = std::stoll(argv[6]);
-  const bool gpipe = std::string(argv[7]) == "gpipe";
-  const std::vector<int> units = parse_ints(argv[8]);
-  const std::vector<int> whole = std::string(argv[9]) == "-" ? std::vector<int>{} : parse_ints(argv[9]);
-  const int steps = std::stoi(argv[10]), warmup = std::stoi(argv[11]);
-
-  nn::ParallelLayout layout;
-  layout.dp = dp, layout.tp = tp, layout.pp = pp, layout.micro_batches = micro;
-  layout.schedule = gpipe ? nn::PipelineSchedule::GPipe : nn::PipelineSchedule::OneFOneB;
-  layout.stage_units = units, layout.replicated_units = whole;
+  const int steps = std::stoi(argv[4]), warmup = std::stoi(argv[5]);
   std::shared_ptr<nn::ProcessGroup> world = nn::ProcessGroup::from_environment();
   const int rank = world->rank(), size = world->size();
-  if (layout.devices() != size || int(units.size()) != pp) {
-    std::cerr << "dp x tp x pp must be the world size and UNITS must list pp stages\n";
-    return 2;
-  }
-  nn::ParallelMesh mesh(world, layout);
+  nn::ParallelMesh mesh(world, nn::parse_parallel_layout(argv[3]));
   const int d_idx = mesh.data_rank();
 
   // The whole network from one seed on every rank (the parallel layers keep their slices; a unit
@@ -204,7 +181,8 @@ int run(int argc, char** argv) {
 
   // Token ids (uniform, from a seed of their own): every layout trains on the same global
   // batches; this replica takes rows [d_idx b, (d_idx + 1) b) of each.
-  const int64_t b = sp.global_batch / dp;
+  const nn::ParallelLayout& layout = mesh.layout();
+  const int64_t b = sp.global_batch / layout.dp, micro = layout.micro_batches;
   std::vector<double> times, losses;
   for (int step = 0; step < warmup + steps; ++step) {
     nn::manual_seed(1000 + uint64_t(step));
@@ -239,7 +217,9 @@ int run(int argc, char** argv) {
     if (step >= warmup) times.push_back(dt), losses.push_back(loss);
   }
   if (rank == 0)
-    std::cout << json{{"dp", dp}, {"tp", tp}, {"pp", pp}, {"step_s", times}, {"loss", losses}}.dump() << std::endl;
+    std::cout
+        << json{{"dp", layout.dp}, {"tp", layout.tp}, {"pp", layout.pp}, {"step_s", times}, {"loss", losses}}.dump()
+        << std::endl;
   return 0;
 }
 

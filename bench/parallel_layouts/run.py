@@ -90,9 +90,7 @@ def main():
         for l in order:
             lay = l["layout"]
             cmd = [gearbox, "launch", "-n", str(a.devices), "--timeout", "120", "--", bench, "run", a.network,
-                   str(lay["dp"]), str(lay["tp"]), str(lay["pp"]), str(lay["micro_batches"]), lay["schedule"],
-                   ",".join(str(u) for u in lay["stage_units"]),
-                   ",".join(str(u) for u in lay["replicated_units"]) or "-", str(a.steps), str(a.warmup)]
+                   json.dumps(lay), str(a.steps), str(a.warmup)]
             res = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if res.returncode != 0:
                 sys.stderr.write(res.stdout + res.stderr)

@@ -395,7 +395,7 @@ struct ParallelLayout {
   int dp = 1, tp = 1, pp = 1;
   int64_t micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  std::vector<int> stage_units;       // units per stage, pp entries
+  std::vector<int> stage_units;       // units per stage, pp entries ({all units} for pp = 1)
   std::vector<int> replicated_units;  // units every tensor-parallel rank runs whole, ascending
   int zero = 0;                       // the ZeRO stage the plan assumed (ZeroRedundancyOptimizer)
   bool runs_whole(int unit) const;
@@ -403,7 +403,7 @@ struct ParallelLayout {
 };
 
 // From gearbox plan's JSON: the whole document (its "chosen" layout), a candidate ({"layout":
-// ...}) or a layout object. Throws nn::Error INVALID_ARGUMENT naming a missing or bad key.
+// ...}) or a layout object. Throws nn::Error PLAN_SPEC_INVALID naming a missing or bad key.
 ParallelLayout parse_parallel_layout(const std::string& json_text);
 
 // The groups of a layout over a job's ranks, numbered tensor-parallel fastest, then data-parallel,
@@ -421,8 +421,7 @@ class ParallelMesh {
   int tensor_rank() const { return tensor_rank_; }
   int data_rank() const { return data_rank_; }
   int stage() const { return stage_; }
-  // The units this rank's stage holds: [first_unit(), first_unit() + unit_count()); unit_count()
-  // is -1 (every unit) for a layout without a stage cut (pp = 1, written by hand).
+  // The units this rank's stage holds: [first_unit(), first_unit() + unit_count()).
   int first_unit() const { return first_unit_; }
   int unit_count() const { return unit_count_; }
   // The group a unit's layers split over: nullptr when tp = 1 or the layout runs the unit whole

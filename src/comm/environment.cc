@@ -53,7 +53,8 @@ Result<JobEnvironment> read_job_environment() {
     char* end = nullptr;
     double s = std::strtod(t, &end);
     if (!end || *end || !(s > 0))
-      return make_error(ErrorCode::COMM_SETUP_FAILED, "GEARBOX_COMM_TIMEOUT='", t, "' is not a positive number of seconds");
+      return make_error(ErrorCode::COMM_SETUP_FAILED, "GEARBOX_COMM_TIMEOUT='", t,
+                        "' is not a positive number of seconds");
     e.timeout = std::chrono::milliseconds(int64_t(s * 1000));
   }
   if (const char* a = env("GEARBOX_COMM_ALGORITHM"))
@@ -93,15 +94,19 @@ Result<std::unique_ptr<Job>> join_job() {
     }
   }
   GBX_ASSIGN_OR_RETURN(job->store, open_store(spec));
+  GBX_ASSIGN_OR_RETURN(auto c, GlooCommunicator::create(job->store, gloo_options(e)));
+  job->world = std::move(c);
+  return job;
+}
+
+GlooOptions gloo_options(const JobEnvironment& e) {
   GlooOptions o;
   o.rank = e.rank;
   o.size = e.size;
   o.timeout = e.timeout;
   o.algorithm = e.algorithm;
   o.bind_address = e.bind_address;
-  GBX_ASSIGN_OR_RETURN(auto c, GlooCommunicator::create(job->store, o));
-  job->world = std::move(c);
-  return job;
+  return o;
 }
 
 }  // namespace gearbox::comm

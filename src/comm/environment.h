@@ -17,6 +17,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/gloo_communicator.h"
 #include "comm/store.h"
 
 namespace gearbox::comm {
@@ -35,6 +36,10 @@ struct JobEnvironment {
 };
 
 Result<JobEnvironment> read_job_environment();
+
+// The world's Gloo options of a job (its rank, size, timeout, algorithm and address): what
+// join_job creates the world with and what its sub-groups start from.
+GlooOptions gloo_options(const JobEnvironment& env);
 
 // The world communicator of this process's job. Keeps the store server alive (rank 0 without
 // GEARBOX_STORE) for as long as the communicator lives.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "graph/onnx_importer.h"
 
@@ -142,10 +143,8 @@ Result<TransformerSpec> transformer_from_model(const Model& model, int64_t globa
   return comm::plan::network_from_json(comm::plan::network_to_json(sp), model.path);
 }
 
-bool is_onnx_path(const std::string& path) { return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0; }
-
 Result<TransformerSpec> load_plan_network(const std::string& name_or_path, int64_t global_batch) {
-  if (!is_onnx_path(name_or_path)) {
+  if (!name_or_path.ends_with(".onnx")) {
     GBX_ASSIGN_OR_RETURN(TransformerSpec sp, comm::plan::load_network(name_or_path));
     if (global_batch > 0) sp.global_batch = global_batch;
     return sp;

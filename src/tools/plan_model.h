@@ -30,10 +30,7 @@ namespace gearbox::cli {
 // `global_batch` > 0 overrides the input's batch dimension (sequences per optimizer step).
 Result<comm::plan::TransformerSpec> transformer_from_model(const Model& model, int64_t global_batch);
 
-// True when `path` names an ONNX file (by its extension), which load_plan_network imports.
-bool is_onnx_path(const std::string& path);
-
-// A built-in name, a JSON description or an ONNX model.
+// A built-in name, a JSON description or an ONNX model (a path ending in .onnx).
 Result<comm::plan::TransformerSpec> load_plan_network(const std::string& name_or_path, int64_t global_batch);
 
 }  // namespace gearbox::cli

@@ -116,6 +116,7 @@ for i, c in enumerate(configs):
                    "vocab": c["vocab"], "seq": c["seq"], "global_batch": 8, "ffn_hidden": c["ffn"],
                    "dtype": "fp32", "tied_embeddings": c["tied"]}, f)
     q = plan(spec, "--devices", "4", "--links", links, "--json")
+    check(q.returncode == 0, f"model {i} described as JSON: exit {q.returncode} {q.stderr[-300:]}")
     if q.returncode == 0:
         a, b = json.loads(p.stdout)["chosen"], json.loads(q.stdout)["chosen"]
         check(a == b, f"model {i} and its JSON plan alike: {a} vs {b}")

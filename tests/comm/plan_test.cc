@@ -394,6 +394,21 @@ TEST(Plan, ReplicationKeepsToTheMemoryLimit) {
   for (const Candidate& c : with.best) EXPECT_LE(c.estimate.memory.total(), limit);
 }
 
+// nn::parse_parallel_layout reads gearbox plan's layouts back with layout_from_json.
+TEST(Plan, LayoutJsonRoundTrips) {
+  Layout l;
+  l.dp = 2, l.tp = 4, l.pp = 3, l.micro_batches = 6, l.schedule = Schedule::kGPipe, l.zero = 2, l.recompute = true;
+  l.stage_units = {2, 3, 1}, l.replicated_units = {0, 4};
+  const Layout back = layout_from_json(layout_to_json(l), "layout").value();
+  EXPECT_EQ(layout_to_json(back), layout_to_json(l));
+  EXPECT_EQ(back.schedule, Schedule::kGPipe);
+  EXPECT_TRUE(back.recompute);
+  EXPECT_EQ(back.replicated_units, l.replicated_units);
+  nlohmann::json bad = layout_to_json(l);
+  bad["stage_units"] = {2, 3};
+  EXPECT_EQ(layout_from_json(bad, "layout").status().code(), ErrorCode::PLAN_SPEC_INVALID);
+}
+
 TEST(Plan, BadSpecsAndImpossibleLimitsSayWhy) {
   auto missing = network_from_json({{"layers", 2}, {"hidden", 64}}, "net.json");
   ASSERT_FALSE(missing.ok());

@@ -473,6 +473,58 @@ nlohmann::json layout_to_json(const Layout& l) {
           {"replicated_units", l.replicated_units}};
 }
 
+Result<Layout> layout_from_json(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return invalid(where, "a layout must be a JSON object");
+  auto count = [&](const char* key, int64_t min, bool required, int64_t* out) -> Status {
+    if (!j.contains(key)) return required ? invalid(where, std::string("missing key \"") + key + "\"") : Status::OK();
+    const auto& v = j.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > (int64_t{1} << 30))
+      return invalid(where,
+                     std::string("\"") + key + "\" must be an integer >= " + std::to_string(min) + ", not " + v.dump());
+    *out = v.get<int64_t>();
+    return Status::OK();
+  };
+  auto list = [&](const char* key, int min, std::vector<int>* out) -> Status {
+    if (!j.contains(key)) return Status::OK();
+    const auto& v = j.at(key);
+    if (!v.is_array()) return invalid(where, std::string("\"") + key + "\" must be a list of integers");
+    for (const auto& x : v) {
+      if (!x.is_number_integer() || x.get<int64_t>() < min || x.get<int64_t>() > (int64_t{1} << 30))
+        return invalid(
+            where, std::string("\"") + key + "\" must hold integers >= " + std::to_string(min) + ", not " + x.dump());
+      out->push_back(x.get<int>());
+    }
+    return Status::OK();
+  };
+  int64_t dp = 1, tp = 1, pp = 1, zero = 0;
+  Layout l;
+  GBX_RETURN_IF_ERROR(count("dp", 1, true, &dp));
+  GBX_RETURN_IF_ERROR(count("tp", 1, true, &tp));
+  GBX_RETURN_IF_ERROR(count("pp", 1, true, &pp));
+  GBX_RETURN_IF_ERROR(count("micro_batches", 1, false, &l.micro_batches));
+  GBX_RETURN_IF_ERROR(count("zero", 0, false, &zero));
+  l.dp = int(dp), l.tp = int(tp), l.pp = int(pp), l.zero = int(zero);
+  if (l.zero > 2) return invalid(where, "\"zero\" must be 0, 1 or 2");
+  if (j.contains("schedule")) {
+    const auto& s = j["schedule"];
+    if (s == "1f1b") l.schedule = Schedule::k1F1B;
+    else if (s == "gpipe") l.schedule = Schedule::kGPipe;
+    else return invalid(where, "\"schedule\" must be \"1f1b\" or \"gpipe\", not " + s.dump());
+  }
+  if (j.contains("recompute")) {
+    if (!j["recompute"].is_boolean()) return invalid(where, "\"recompute\" must be true or false");
+    l.recompute = j["recompute"].get<bool>();
+  }
+  GBX_RETURN_IF_ERROR(list("stage_units", 1, &l.stage_units));
+  GBX_RETURN_IF_ERROR(list("replicated_units", 0, &l.replicated_units));
+  if (l.stage_units.size() != size_t(l.pp))
+    return invalid(where, "\"stage_units\" must list the units of each of the " + std::to_string(l.pp) + " stages");
+  for (size_t i = 1; i < l.replicated_units.size(); ++i)
+    if (l.replicated_units[i] <= l.replicated_units[i - 1])
+      return invalid(where, "\"replicated_units\" must be ascending");
+  return l;
+}
+
 nlohmann::json estimate_to_json(const Estimate& e) {
   return {{"step_s", e.step_s},
           {"pipeline_s", e.pipeline_s},

@@ -161,6 +161,9 @@ double p2p_s(double bytes, const Link& link);
 const Link& group_link(const Hardware& hw, int size, int stride);
 
 nlohmann::json layout_to_json(const Layout& l);
+// The inverse, for a plan read back (nn::parse_parallel_layout): the keys layout_to_json writes;
+// dp, tp, pp and stage_units required, the others optional. PLAN_SPEC_INVALID naming a missing or bad key.
+Result<Layout> layout_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json estimate_to_json(const Estimate& e);
 
 }  // namespace gearbox::comm::plan

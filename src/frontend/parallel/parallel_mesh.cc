@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "comm/plan/cost_model.h"
 #include "frontend/tensor_impl.h"
 #include "gearbox/nn_distributed.hpp"
 
@@ -10,35 +11,12 @@ namespace gbx::nn {
 
 using gearbox::ErrorCode;
 using nlohmann::json;
+namespace plan = gearbox::comm::plan;
 
 namespace {
 
 [[noreturn]] void bad_layout(const std::string& what) {
   throw_status(gearbox::make_error(ErrorCode::INVALID_ARGUMENT, "parallel layout: ", what));
-}
-
-int64_t count(const json& j, const char* key, int64_t min, int64_t def, bool required) {
-  if (!j.contains(key)) {
-    if (required) bad_layout(std::string("missing key \"") + key + "\"");
-    return def;
-  }
-  const json& v = j.at(key);
-  if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > (int64_t{1} << 30))
-    bad_layout(std::string("\"") + key + "\" must be an integer >= " + std::to_string(min) + ", not " + v.dump());
-  return v.get<int64_t>();
-}
-
-std::vector<int> ints(const json& j, const char* key) {
-  std::vector<int> out;
-  if (!j.contains(key)) return out;
-  const json& v = j.at(key);
-  if (!v.is_array()) bad_layout(std::string("\"") + key + "\" must be a list of integers");
-  for (const json& x : v) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > (int64_t{1} << 30))
-      bad_layout(std::string("\"") + key + "\" must hold integers >= 0, not " + x.dump());
-    out.push_back(x.get<int>());
-  }
-  return out;
 }
 
 }  // namespace
@@ -49,33 +27,19 @@ bool ParallelLayout::runs_whole(int unit) const {
 
 ParallelLayout parse_parallel_layout(const std::string& json_text) {
   json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) bad_layout("not a JSON object");
+  if (doc.is_discarded() || !doc.is_object())
+    throw_status(gearbox::make_error(ErrorCode::PLAN_SPEC_INVALID, "parallel layout: not a JSON object"));
   // gearbox plan --json's document -> its chosen candidate -> the candidate's layout.
   if (doc.contains("chosen")) doc = doc["chosen"];
   if (doc.is_object() && doc.contains("layout")) doc = doc["layout"];
-  if (!doc.is_object()) bad_layout("no layout object");
+  // The format is the planner's (layout_to_json): read with its reader.
+  auto read = plan::layout_from_json(doc, "parallel layout");
+  if (!read.ok()) throw_status(read.status());
+  const plan::Layout& p = *read;
   ParallelLayout l;
-  l.dp = int(count(doc, "dp", 1, 1, true));
-  l.tp = int(count(doc, "tp", 1, 1, true));
-  l.pp = int(count(doc, "pp", 1, 1, true));
-  l.micro_batches = count(doc, "micro_batches", 1, 1, false);
-  l.zero = int(count(doc, "zero", 0, 0, false));
-  if (l.zero > 2) bad_layout("\"zero\" must be 0, 1 or 2");
-  if (doc.contains("schedule")) {
-    const json& s = doc["schedule"];
-    if (s == "1f1b") l.schedule = PipelineSchedule::OneFOneB;
-    else if (s == "gpipe") l.schedule = PipelineSchedule::GPipe;
-    else bad_layout("\"schedule\" must be \"1f1b\" or \"gpipe\", not " + s.dump());
-  }
-  l.stage_units = ints(doc, "stage_units");
-  l.replicated_units = ints(doc, "replicated_units");
-  if (!std::is_sorted(l.replicated_units.begin(), l.replicated_units.end()) ||
-      std::adjacent_find(l.replicated_units.begin(), l.replicated_units.end()) != l.replicated_units.end())
-    bad_layout("\"replicated_units\" must be ascending");
-  if (l.pp > 1 && l.stage_units.size() != size_t(l.pp))
-    bad_layout("\"stage_units\" must list the units of each of the " + std::to_string(l.pp) + " stages");
-  for (int u : l.stage_units)
-    if (u < 1) bad_layout("a stage holds no unit");
+  l.dp = p.dp, l.tp = p.tp, l.pp = p.pp, l.micro_batches = p.micro_batches, l.zero = p.zero;
+  l.schedule = p.schedule == plan::Schedule::kGPipe ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;
+  l.stage_units = p.stage_units, l.replicated_units = p.replicated_units;
   return l;
 }
 
@@ -86,7 +50,7 @@ ParallelMesh::ParallelMesh(std::shared_ptr<ProcessGroup> world, ParallelLayout l
   if (layout_.devices() != n)
     bad_layout("dp x tp x pp = " + std::to_string(layout_.devices()) + " is not the world's " + std::to_string(n) +
                " ranks");
-  if (pp > 1 && layout_.stage_units.size() != size_t(pp))
+  if (layout_.stage_units.size() != size_t(pp))
     bad_layout("the stage cut lists " + std::to_string(layout_.stage_units.size()) + " stages, not " +
                std::to_string(pp));
   const int rank = world_->rank();
@@ -107,8 +71,8 @@ ParallelMesh::ParallelMesh(std::shared_ptr<ProcessGroup> world, ParallelLayout l
   tensor_ = make(tp, [&](int g, int i) { return g * tp + i; });
   data_ = make(dp, [&](int g, int i) { return g % tp + tp * (i + dp * (g / tp)); });
   pipeline_ = make(pp, [&](int g, int i) { return g % tp + tp * (g / tp + dp * i); });
-  for (int s = 0; s < stage_ && s < int(layout_.stage_units.size()); ++s) first_unit_ += layout_.stage_units[size_t(s)];
-  unit_count_ = layout_.stage_units.empty() ? -1 : layout_.stage_units[size_t(stage_)];
+  for (int s = 0; s < stage_; ++s) first_unit_ += layout_.stage_units[size_t(s)];
+  unit_count_ = layout_.stage_units[size_t(stage_)];
 }
 
 std::shared_ptr<ProcessGroup> ParallelMesh::tensor_group_for(int unit) const {

@@ -59,12 +59,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ra
     if (ranks[i] < 0 || ranks[i] >= size() || (i > 0 && ranks[i] <= ranks[i - 1]))
       throw_status(gearbox::make_error(gearbox::ErrorCode::INVALID_ARGUMENT,
                                        "new_group's ranks must be ascending world ranks below ", size()));
-  gearbox::comm::GlooOptions world;
-  world.rank = job->env.rank, world.size = job->env.size, world.timeout = job->env.timeout;
-  world.algorithm = job->env.algorithm, world.bind_address = job->env.bind_address;
   // Every rank makes the same groups in the same order, so the count names the group alike on all.
-  auto made =
-      gearbox::comm::GlooCommunicator::create_group(job->store, world, "group" + std::to_string(groups_made_++), ranks);
+  auto made = gearbox::comm::GlooCommunicator::create_group(job->store, gearbox::comm::gloo_options(job->env),
+                                                            "group" + std::to_string(groups_made_++), ranks);
   if (!made.ok()) throw_status(made.status());
   if (!*made) return nullptr;
   std::shared_ptr<gearbox::comm::GlooCommunicator> comm = std::move(*made);

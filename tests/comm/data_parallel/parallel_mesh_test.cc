@@ -81,17 +81,21 @@ TEST(ParallelMesh, ReadsGearboxPlansJson) {
   EXPECT_EQ(l.zero, 1);
   EXPECT_EQ(l.stage_units, (std::vector<int>{3, 3}));
   EXPECT_TRUE(l.runs_whole(0) && l.runs_whole(5) && !l.runs_whole(1));
-  EXPECT_EQ(nn::parse_parallel_layout(R"({"dp": 4, "tp": 1, "pp": 1})").devices(), 4);
+  EXPECT_EQ(nn::parse_parallel_layout(R"({"dp": 4, "tp": 1, "pp": 1, "stage_units": [6]})").devices(), 4);
   for (const char* bad :
-       {"", "[]", "{\"tp\": 1, \"pp\": 1}", R"({"dp": 0, "tp": 1, "pp": 1})",
-        R"({"dp": 1, "tp": 1, "pp": 2, "stage_units": [3]})", R"({"dp": 1, "tp": 1, "pp": 1, "schedule": "zigzag"})",
-        R"({"dp": 1, "tp": 2, "pp": 1, "replicated_units": [3, 1]})", R"({"dp": 1, "tp": 1, "pp": 1, "zero": 3})",
-        R"({"dp": "2", "tp": 1, "pp": 1})"}) {
+       {"", "[]", R"({"tp": 1, "pp": 1, "stage_units": [6]})", R"({"dp": 0, "tp": 1, "pp": 1, "stage_units": [6]})",
+        R"({"dp": 1, "tp": 1, "pp": 2, "stage_units": [3]})", R"({"dp": 1, "tp": 1, "pp": 1})",
+        R"({"dp": 1, "tp": 1, "pp": 1, "stage_units": [0]})",
+        R"({"dp": 1, "tp": 1, "pp": 1, "stage_units": [6], "schedule": "zigzag"})",
+        R"({"dp": 1, "tp": 2, "pp": 1, "stage_units": [6], "replicated_units": [3, 1]})",
+        R"({"dp": 1, "tp": 1, "pp": 1, "stage_units": [6], "zero": 3})",
+        R"({"dp": 1, "tp": 1, "pp": 1, "stage_units": [6], "recompute": 1})",
+        R"({"dp": "2", "tp": 1, "pp": 1, "stage_units": [6]})"}) {
     try {
       nn::parse_parallel_layout(bad);
       ADD_FAILURE() << "accepted " << bad;
     } catch (const nn::Error& e) {
-      EXPECT_EQ(e.code(), "INVALID_ARGUMENT") << bad;
+      EXPECT_EQ(e.code(), "PLAN_SPEC_INVALID") << bad;
     }
   }
 }
