@@ -65,5 +65,11 @@ inline Attribute attr_string(std::string v) {
   a.s = std::move(v);
   return a;
 }
+inline Attribute attr_strings(std::vector<std::string> v) {
+  Attribute a;
+  a.type = AttrType::Strings;
+  a.strings = std::move(v);
+  return a;
+}
 
 }  // namespace gearbox

@@ -43,14 +43,6 @@ namespace {
 
 std::atomic<int64_t> g_packs{0};
 
-struct PackedB {
-  Tensor source;                            // keeps the constant's buffer (and so the cache key's address) alive
-  hwy::AlignedFreeUniquePtr<float[]> data;  // owned storage (empty when ptr is a thread buffer)
-  float* ptr = nullptr;
-  int64_t batch_floats = 0;      // floats per packed B batch
-  bool packed_by_items = false;  // allocated only: run()'s work items pack it (LazyB)
-};
-
 // The calling thread's grow-only buffer for a run-time B (reused by its next call: a fresh
 // allocation of this size is a fresh mmap, page faults included, every call); null when
 // the B is larger than kThreadBCap floats (allocated per call instead).
@@ -79,8 +71,11 @@ struct LazyB {
 
 // B batches b + i * batch_stride (i < nb), each k x n with B(kk, j) = [kk * rs + j * cs].
 // A single run-time B is only allocated (PackedB::packed_by_items): run() packs it.
+// `offset` floats into b's data: the first batch (a constant packed in parts, as an RNN's
+// recurrent weights are, gets one cache entry per part). `owned`: never the thread buffer
+// (the caller keeps several run-time B at once), and never left to the work items.
 std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_stride, int64_t rs, int64_t cs,
-                                    int64_t k, int64_t n, bool constant) {
+                                    int64_t k, int64_t n, bool constant, int64_t offset = 0, bool owned = false) {
   const int64_t nr = blocking().nr;
   std::string key;
   if (constant) {
@@ -88,20 +83,20 @@ std::shared_ptr<const PackedB> pack(const Tensor& b, int64_t nb, int64_t batch_s
     key.append(std::to_string(reinterpret_cast<uintptr_t>(b.raw()))).append("v");
     key.append(std::to_string(buffer_version(b))).append("|");
     for (int64_t d : b.dims()) key.append(std::to_string(d)).append(",");
-    for (int64_t v : {rs, cs, nr}) key.append("|").append(std::to_string(v));
+    for (int64_t v : {rs, cs, nr, offset, nb, batch_stride, k, n}) key.append("|").append(std::to_string(v));
     if (auto v = cache().get(key)) return v;
   }
   auto e = std::make_shared<PackedB>();
   e->batch_floats = packed_b_floats(k, n, nr);
-  e->ptr = constant ? nullptr : thread_runtime_b(e->batch_floats * nb);
+  e->ptr = constant || owned ? nullptr : thread_runtime_b(e->batch_floats * nb);
   if (!e->ptr) {
     e->data = hwy::AllocateAligned<float>(static_cast<size_t>(e->batch_floats * nb));
     e->ptr = e->data.get();
   }
   ++g_packs;
-  e->packed_by_items = !constant && nb == 1;
+  e->packed_by_items = !constant && !owned && nb == 1;
   if (e->packed_by_items) return e;
-  const float* src = b.data<float>();
+  const float* src = b.data<float>() + offset;
   float* dst = e->ptr;
   // Threads take row ranges (each reads whole rows of a row-major B).
   constexpr int64_t kRows = 64;
@@ -191,7 +186,20 @@ void run(std::vector<Problem>& probs, const LazyB* lazy = nullptr) {
   };
   const double flops =
       2.0 * static_cast<double>(f.m) * static_cast<double>(f.n) * static_cast<double>(f.k) * static_cast<double>(nprob);
-#pragma omp parallel if (items > 1 && flops > 1e6)
+  if (!share && (items == 1 || flops <= 1e6 || threads == 1)) {
+    // One thread's work: no OpenMP region at all (even one whose if clause is false costs
+    // about 1.5 us, the whole of a small product such as an RNN step's).
+    float* apack = f.a_in_place ? nullptr : thread_apack();
+    for (int64_t it = 0; it < items; ++it) {
+      const int64_t c = it % nch, rest = it / nch, mb = rest % nmb, b = rest / nmb;
+      const int64_t m0 = mb * mc;
+      if (lazy) ensure_packed(c);
+      compute_block(probs[static_cast<size_t>(b)], m0, std::min(f.m, m0 + mc), c * np / nch, (c + 1) * np / nch, apack,
+                    0);
+    }
+    return;
+  }
+#pragma omp parallel
   {
     float* apack = share || f.a_in_place ? nullptr : thread_apack();
     if (share) {
@@ -375,6 +383,16 @@ Status gemm_op(KernelContext& ctx) { return gemm_impl(ctx, false); }
 Status fused_gemm(KernelContext& ctx) { return gemm_impl(ctx, true); }
 
 }  // namespace
+
+std::shared_ptr<const PackedB> pack_weights(const Tensor& b, int64_t offset, int64_t nb, int64_t batch_stride,
+                                            int64_t rs, int64_t cs, int64_t k, int64_t n, bool constant) {
+  return pack(b, nb, batch_stride, rs, cs, k, n, constant, offset, /*owned=*/true);
+}
+
+void multiply(const Problem& p) {
+  std::vector<Problem> one{p};
+  run(one);
+}
 
 int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }

@@ -9,6 +9,8 @@
 // simd_util.h).
 #pragma once
 
+#include <hwy/aligned_allocator.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -84,6 +86,28 @@ void pack_a(const Problem& p, int64_t i0, int64_t rows, int64_t k0, int64_t kc, 
 // block are already packed (pack_a with kc = k_block(k, p.kc)) at apack + kb a_block_stride.
 void compute_block(const Problem& p, int64_t m0, int64_t m1, int64_t p0, int64_t p1, float* apack,
                    int64_t a_block_stride);
+
+// B packed into panels (pack_b with this target's nr): batch i's panels at ptr + i *
+// batch_floats.
+struct PackedB {
+  Tensor source;                            // keeps a constant's buffer (and so the cache key's address) alive
+  hwy::AlignedFreeUniquePtr<float[]> data;  // owned storage (empty when ptr is a thread buffer)
+  float* ptr = nullptr;
+  int64_t batch_floats = 0;      // floats per packed B batch
+  bool packed_by_items = false;  // allocated only: the work items of a product pack it (gemm.cc)
+  const float* batch(int64_t i) const { return ptr + i * batch_floats; }
+};
+
+// Weights for products of the kernels' own (an RNN's W and R): `nb` batches at b's data +
+// offset + i * batch_stride, each k x n with B(kk, j) = [kk * rs + j * cs], packed now. A
+// constant (an initializer) is packed once and cached as MatMul's constant B is, one entry
+// per (offset, part); otherwise the panels are the returned object's own, per call.
+std::shared_ptr<const PackedB> pack_weights(const Tensor& b, int64_t offset, int64_t nb, int64_t batch_stride,
+                                            int64_t rs, int64_t cs, int64_t k, int64_t n, bool constant);
+
+// Runs one product (p.bp packed, A row-major or read through its strides) over the OpenMP
+// team, or on the calling thread alone when it is small or the caller is inside a region.
+void multiply(const Problem& p);
 
 // B packings performed (constant and run-time B) and the constant packed B held in the
 // cache (for tests; gemm.cc).
