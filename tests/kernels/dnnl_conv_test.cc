@@ -369,15 +369,56 @@ TEST(DnnlConv, BlockedAgainstReference) {
   expect_dnnl_matches_ref(wc, 16, "W for 16 channels, X with 32");
 }
 
+TEST(DnnlConv, OneAndThreeDimensionalConvolutions) {
+  // Audio front ends (an STFT as a strided 1-D Conv, then Conv1d layers) and volumetric
+  // models: strides, pads, dilations, groups, auto_pad, bias and FusedConv's epilogue.
+  std::mt19937 g(21);
+  struct Case {
+    Dims x, w;
+    std::vector<int64_t> strides, pads, dilations;
+    int64_t group;
+    std::string auto_pad;
+  };
+  const std::vector<Case> cases{
+      {{2, 3, 17}, {4, 3, 3}, {1}, {0, 0}, {1}, 1, ""},
+      {{1, 1, 640}, {258, 1, 256}, {64}, {0, 0}, {1}, 1, ""},  // the STFT of bench/corpus's vad models
+      {{1, 129, 9}, {128, 129, 3}, {2}, {1, 1}, {1}, 1, ""},
+      {{3, 8, 31}, {8, 2, 5}, {3}, {2, 1}, {2}, 4, ""},
+      {{1, 6, 20}, {6, 1, 4}, {1}, {}, {1}, 6, "SAME_UPPER"},
+      {{1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}, 1, ""},
+      {{2, 4, 6, 5, 9}, {6, 2, 2, 3, 1}, {2, 1, 3}, {1, 0, 0, 0, 1, 0}, {1, 2, 1}, 2, ""},
+  };
+  for (const Case& c : cases) {
+    const int64_t k = dims_numel(c.w) / c.w[0];
+    for (int fused = 0; fused < 2; ++fused) {
+      const std::string what = std::string(fused ? "FusedConv " : "Conv ") + to_string(c.x) + " * " + to_string(c.w);
+      std::vector<Tensor> in{dnnl_random(c.x, g), dnnl_random(c.w, g), dnnl_random({c.w[0]}, g)};
+      KernelCall call = make_call(fused ? "FusedConv" : "Conv", fused ? 1 : 11, in);
+      if (fused) {
+        call.domain = "com.gearbox";
+        call.attrs["activation"] = attr_string("Relu");
+      }
+      call.attrs["strides"] = attr_ints(c.strides);
+      call.attrs["dilations"] = attr_ints(c.dilations);
+      call.attrs["group"] = attr_int(c.group);
+      if (c.auto_pad.empty()) call.attrs["pads"] = attr_ints(c.pads);
+      else call.attrs["auto_pad"] = attr_string(c.auto_pad);
+      call.constant_inputs = {false, fused == 1, fused == 1};
+      expect_dnnl_matches_ref(call, k, what);
+    }
+  }
+}
+
 TEST(DnnlConv, UnhandledConfigurationsRunTheReference) {
   std::mt19937 g(9);
-  // 1-D and 3-D convs, a residual that broadcasts, an unknown activation (ref error), a
+  // A 4-D convolution, a residual that broadcasts, an unknown activation (ref error), a
   // group that does not divide C (ref error) and a too-small input (ref error).
-  expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({2, 3, 17}, g), dnnl_random({4, 3, 3}, g)}), 9, "1-D", DnnlPath::Reference);
-  expect_dnnl_matches_ref(make_call("Conv", 11, {dnnl_random({1, 2, 5, 6, 7}, g), dnnl_random({3, 2, 3, 3, 3}, g)}),
-                          54, "3-D", DnnlPath::Reference);
-  KernelCall bz = make_call("FusedConv", 1,
-                            {dnnl_random({1, 4, 7, 7}, g), dnnl_random({8, 4, 3, 3}, g), Tensor(), dnnl_random({8, 1, 1}, g)});
+  expect_dnnl_matches_ref(
+      make_call("Conv", 11, {dnnl_random({1, 2, 3, 3, 3, 4}, g), dnnl_random({2, 2, 2, 2, 2, 2}, g)}), 32, "4-D",
+      DnnlPath::Reference);
+  KernelCall bz =
+      make_call("FusedConv", 1,
+                {dnnl_random({1, 4, 7, 7}, g), dnnl_random({8, 4, 3, 3}, g), Tensor(), dnnl_random({8, 1, 1}, g)});
   bz.domain = "com.gearbox";
   expect_dnnl_matches_ref(bz, 36, "broadcast residual", DnnlPath::Reference);
   KernelCall unk = make_call("FusedConv", 1, {dnnl_random({1, 4, 7, 7}, g), dnnl_random({8, 4, 3, 3}, g)});

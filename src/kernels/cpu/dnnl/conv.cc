@@ -1,11 +1,12 @@
 // Conv (ai.onnx opsets 1-17) and com.gearbox.FusedConv on oneDNN, cpu.dnnl engine.
 //
-// Handled here: float32 (X, Z and Y also bf16: see Reduced precision), 2-D (NCHW), any group
+// Handled here: float32 (X, Z and Y also bf16: see Reduced precision), 1-D, 2-D and 3-D
+// (NCW, NCHW, NCDHW; the layout passes' kernels 2-D only), any group
 // (depthwise included), strides, dilations, explicit pads and every auto_pad (the geometry
 // comes from the reference's make_window, so both engines agree on output sizes and errors).
 // FusedConv's bias, residual Z (same shape as Y; added with a sum post-op before the
 // activation) and activation (eltwise post-ops) run inside the convolution. Everything else
-// (1-D/3-D, other dtypes, a Z that broadcasts, an activation oneDNN lacks, empty tensors) is
+// (other ranks, other dtypes, a Z that broadcasts, an activation oneDNN lacks, empty tensors) is
 // refused by conv_supports(), so the node runs on the next engine of the list (cpu.ref).
 //
 // Layouts: for Conv/FusedConv, source and destination use the primitive's preferred layout
@@ -156,10 +157,16 @@ Result<Tensor> subsample_nhwc(const Tensor& x, int64_t sh, int64_t sw, int64_t o
 enum class Layout { Nchw, Nhwc, Nchw16c };
 constexpr int64_t kBlock = 16;
 
-// True when X has the layout's form: rank 4, or rank 5 with blocks of 16.
+// True when X has the layout's form: NCHW-ordered 1-D, 2-D or 3-D ([N, C, L], [N, C, H, W],
+// [N, C, D, H, W]); channels-last 2-D; blocked 2-D, rank 5 with blocks of 16.
 bool has_form(const Dims& x, Layout layout) {
-  return layout == Layout::Nchw16c ? x.size() == 5 && x[4] == kBlock : x.size() == 4;
+  if (layout == Layout::Nchw16c) return x.size() == 5 && x[4] == kBlock;
+  if (layout == Layout::Nhwc) return x.size() == 4;
+  return x.size() >= 3 && x.size() <= 5;
 }
+
+// The spatial part of NCHW-ordered dims.
+std::vector<int64_t> spatial(const Dims& l) { return {l.begin() + 2, l.end()}; }
 
 // X's dims in NCHW order (as oneDNN describes every layout); X has the layout's form.
 Dims logical_dims(const Dims& x, Layout layout) {
@@ -198,19 +205,22 @@ Status run_conv(KernelContext& ctx, const ConvPrim& p, const Tensor& x, const dn
 // residual); "" when this kernel handles them, else why not. `attrs` has the node's attributes.
 std::string conv_refusal(const KernelContext& attrs, Layout layout, const Dims& x, const Dims& w, const Dims* b,
                          const Dims* z) {
-  if (!has_form(x, layout) || w.size() != 4) return "X " + to_string(x) + " or W " + to_string(w) + " is not 2-D";
+  if (!has_form(x, layout) || w.size() != logical_dims(x, layout).size())
+    return "X " + to_string(x) + " or W " + to_string(w) + " is not a 1-D, 2-D or 3-D convolution of this layout";
   if (dims_numel(x) == 0) return "X is empty";
   const int64_t group = attrs.attr_int("group", 1);
   const Dims xl = logical_dims(x, layout);
   const int64_t n = xl[0], c = xl[1], m = w[0];
   if (group < 1 || c % group != 0 || m % group != 0 || w[1] != c / group) return "group and channels do not fit";
   if (layout == Layout::Nchw16c && m % kBlock != 0) return "M is not a multiple of 16";
-  const std::vector<int64_t> kernel{w[2], w[3]};
+  const std::vector<int64_t> kernel = spatial(w);
   if (attrs.has_attr("kernel_shape") && attrs.attr_ints("kernel_shape") != kernel) return "kernel_shape differs from W";
   if (b && (b->size() != 1 || (*b)[0] != m)) return "B " + to_string(*b) + " is not [M]";
-  auto win = ref::nn::make_window(attrs, {xl[2], xl[3]}, kernel);
+  auto win = ref::nn::make_window(attrs, spatial(xl), kernel);
   if (!win.ok()) return "the window is invalid (the reference reports it)";
-  if (z && *z != stored_dims({n, m, win->out[0], win->out[1]}, layout))
+  Dims yl{n, m};
+  yl.insert(yl.end(), win->out.begin(), win->out.end());
+  if (z && *z != stored_dims(yl, layout))
     return "Z " + to_string(*z) + " broadcasts to Y";  // the reference broadcasts it
   return "";
 }
@@ -269,10 +279,11 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
   const int64_t group = ctx.attr_int("group", 1);
   Dims xl = logical_dims(x, layout);
   const int64_t n = xl[0], c = xl[1], m = w.dim(0);
-  std::vector<int64_t> kernel{w.dim(2), w.dim(3)};
+  const std::vector<int64_t> kernel = spatial(w.dims());
   const Tensor* b = b_in;
-  GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, {xl[2], xl[3]}, kernel));
-  const Dims yl{n, m, win.out[0], win.out[1]};
+  GBX_ASSIGN_OR_RETURN(ref::nn::Window win, ref::nn::make_window(ctx, spatial(xl), kernel));
+  Dims yl{n, m};
+  yl.insert(yl.end(), win.out.begin(), win.out.end());
   const Dims ydims = stored_dims(yl, layout);
   const Tensor* z = z_in;
   // A strided 1x1 convolution runs at unit stride on the pixels it reads (strided_1x1).
@@ -310,8 +321,12 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       auto cp = std::make_shared<ConvPrim>();
       const memory::dims src_d = to_dims(xl), dst_d = to_dims(yl);
       memory::dims wei_d = to_dims(w.dims());
-      if (group > 1) wei_d = {group, m / group, c / group, kernel[0], kernel[1]};
-      const tag act_tag = layout == Layout::Nhwc ? tag::nhwc : layout == Layout::Nchw16c ? tag::nChw16c : tag::nchw;
+      if (group > 1) {
+        wei_d = {group, m / group, c / group};
+        wei_d.insert(wei_d.end(), kernel.begin(), kernel.end());
+      }
+      const tag plain_tag = kernel.size() == 1 ? tag::ncw : kernel.size() == 2 ? tag::nchw : tag::ncdhw;
+      const tag act_tag = layout == Layout::Nhwc ? tag::nhwc : layout == Layout::Nchw16c ? tag::nChw16c : plain_tag;
       const auto f32 = memory::data_type::f32;
       const auto stored = [](DType t) { return t == DType::BF16 ? memory::data_type::bf16 : memory::data_type::f32; };
       cp->src_plain = memory::desc(src_d, stored(xdt), act_tag);
@@ -336,9 +351,10 @@ Status conv_impl(KernelContext& ctx, bool fused, Layout layout = Layout::Nchw) {
       memory::desc src_any = memory::desc(src_d, in_dt, as_stored ? act_tag : tag::any);
       memory::desc dst_any = memory::desc(dst_d, out_dt, as_stored ? act_tag : tag::any);
       memory::desc wei_any(wei_d, in_dt, tag::any);
-      const memory::dims strides{win.strides[0], win.strides[1]};
-      const memory::dims dil{win.dilations[0] - 1, win.dilations[1] - 1};
-      const memory::dims pl{win.pad_begin[0], win.pad_begin[1]}, pr{win.pad_end[0], win.pad_end[1]};
+      const memory::dims strides(win.strides.begin(), win.strides.end());
+      memory::dims dil;
+      for (int64_t d : win.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+      const memory::dims pl(win.pad_begin.begin(), win.pad_begin.end()), pr(win.pad_end.begin(), win.pad_end.end());
       const auto prop = dnnl::prop_kind::forward_inference;
       dnnl::primitive_attr attr;
       attr.set_post_ops(po);
