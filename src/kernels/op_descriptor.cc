@@ -272,7 +272,7 @@ std::vector<OpDescriptor> build_table() {
       with(moves("Squeeze"), view),
       with(moves("Unsqueeze"), view),
       with(moves("Transpose"), preprocessing),
-      moves("Concat"),
+      with(moves("Concat"), [](OpDescriptor& d) { d.transpose = TransposeRule::Axis; }),
       moves("Split"),
       moves("Slice"),
       moves("Gather"),

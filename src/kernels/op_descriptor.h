@@ -54,6 +54,7 @@ enum class TransposeRule : uint8_t {
   Unary,                // one tensor input, output of its shape: op(T(x)) = T(op(x))
   UnaryScalarOperands,  // like Unary when every other input is a constant scalar (Clip's min, max)
   Broadcast,            // two inputs under broadcasting: op(T(a), T'(b)) = T(op(a, b)) with b re-shaped
+  Axis,                 // inputs transposed alike: op(T(a), T(b), ..., axis) = T(op(a, b, ..., axis = perm[axis]))
 };
 
 // How the mixed-precision modes treat an op (runtime/precision.h; CANN's lists): White ops

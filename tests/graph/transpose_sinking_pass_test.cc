@@ -92,6 +92,71 @@ TEST(TransposeSinkingPass, ResidualJoinBetweenRegions) {
   EXPECT_EQ(count_op(*g, "Transpose"), 0u);
 }
 
+// SqueezeNet's fire module as layout_nhwc leaves it: two channels-last branches leave their
+// region for a Concat over channels, whose result enters the next region. The Concat runs
+// channels-last (axis 1 -> 3) and no Transpose is left; a negative axis maps the same way.
+TEST(TransposeSinkingPass, ConcatOfBranchesLeavingARegionRunsChannelsLast) {
+  for (int64_t axis : {1, -3}) {
+    auto build = [axis] {
+      GraphBuilder b;
+      Value* x = b.input("x", DType::F32, {1, 3, 5, 4});
+      Value* y = b.input("y", DType::F32, {1, 3, 5, 2});
+      Value* w = b.input("w", DType::F32, {1, 3, 5, 7});
+      const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+      Value* c = b.op("Concat",
+                      {b.op("Transpose", {x}, perm(to_nchw)), b.op("Transpose", {y}, perm(to_nchw)),
+                       b.op("Transpose", {w}, perm(to_nchw))},
+                      {{"axis", attr_int(axis)}});
+      b.output(b.op("Relu", {b.op("Transpose", {c}, perm(to_nhwc))}));
+      return b.take();
+    };
+    OptimizerReport rep;
+    std::shared_ptr<Graph> g;
+    expect_same_outputs(build,
+                        {{"x", random_tensor({1, 3, 5, 4}, 76)},
+                         {"y", random_tensor({1, 3, 5, 2}, 77)},
+                         {"w", random_tensor({1, 3, 5, 7}, 78)}},
+                        kSinkOnly, 0, &rep, &g);
+    EXPECT_EQ(rep.matches("transpose_sinking"), 1) << axis;
+    EXPECT_EQ(count_op(*g, "Transpose"), 0u) << axis;
+    for (const auto& n : g->nodes)
+      if (n->op_type == "Concat") EXPECT_EQ(n->attrs.at("axis").i, 3) << axis;
+  }
+}
+
+// A Concat whose inputs are not all transposed alike, or whose Transpose has another reader,
+// keeps its Transposes; one read by a graph output keeps it too.
+TEST(TransposeSinkingPass, ConcatNearMissesAreLeftAlone) {
+  const std::vector<int64_t> to_nchw{0, 3, 1, 2};
+  auto run = [](Model m) {
+    auto rep = optimize(m, kSinkOnly);
+    EXPECT_TRUE(rep.ok()) << rep.status().to_string();
+    return std::make_pair(rep.ok() ? rep->matches("transpose_sinking") : -1, count_op(*m.graph, "Transpose"));
+  };
+  {  // one input is not a Transpose
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {1, 3, 5, 4});
+    Value* y = b.input("y", DType::F32, {1, 4, 3, 5});
+    b.output(b.op("Concat", {b.op("Transpose", {x}, perm(to_nchw)), y}, {{"axis", attr_int(1)}}));
+    EXPECT_EQ(run(b.take()), std::make_pair(0, size_t{1}));
+  }
+  {  // different perms
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {1, 3, 5, 4});
+    Value* y = b.input("y", DType::F32, {1, 5, 3, 4});
+    b.output(b.op("Concat", {b.op("Transpose", {x}, perm(to_nchw)), b.op("Transpose", {y}, perm({0, 3, 2, 1}))},
+                  {{"axis", attr_int(1)}}));
+    EXPECT_EQ(run(b.take()), std::make_pair(0, size_t{2}));
+  }
+  {  // a Transpose read twice
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {1, 3, 5, 4});
+    Value* t = b.op("Transpose", {x}, perm(to_nchw));
+    b.output(b.op("Concat", {t, t}, {{"axis", attr_int(1)}}));
+    EXPECT_EQ(run(b.take()), std::make_pair(0, size_t{1}));
+  }
+}
+
 TEST(TransposeSinkingPass, CastInTheChain) {
   auto build = [] {
     GraphBuilder b;

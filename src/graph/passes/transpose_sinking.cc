@@ -4,12 +4,17 @@
 //
 //   Transpose(p) -> Relu -> Mul(c) -> Transpose(q)   =>   Relu -> Mul(c') -> Transpose(p∘q)
 //   Add(Transpose(a, p), Transpose(b, p))            =>   Transpose(Add(a, b), p)
+//   Concat(Transpose(a, p), Transpose(b, p), axis)   =>   Transpose(Concat(a, b, p[axis]), p)
 //
 // where c' is the constant c (broadcast to the full rank) transposed by the inverse of p. A
 // Transpose is only moved when the move removes one: a chain that ends anywhere but at a
 // Transpose is left alone, so the pass never trades one layout copy for another, and the
 // patterns the fusion passes look for (attention's transposes next to MatMuls) are not
-// disturbed. Layout boundaries left by layout_nhwc are where this pays.
+// disturbed. Layout boundaries left by layout_nhwc are where this pays: a Concat of branches
+// that each leave a channels-last region (SqueezeNet's fire modules, Inception's and
+// DenseNet's blocks) then concatenates channels-last, and the Transpose after it meets the
+// next region's Transpose in; the pass cancels such pairs itself (transpose_reshape_cancel
+// ran before the layout pass).
 #include <numeric>
 
 #include "graph/passes/fusion_util.h"
@@ -217,9 +222,50 @@ bool sink_pair(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<cons
   return true;
 }
 
+// Concat(Transpose(a1, p), ..., Transpose(ak, p), axis) -> Transpose(Concat(a1, ..., ak, p[axis]), p):
+// k Transposes become one (TransposeRule::Axis).
+bool sink_concat(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<const Node*>& dead) {
+  if (!n->domain.empty() || op_descriptor(n->domain, n->op_type).transpose != TransposeRule::Axis ||
+      n->inputs.size() < 2 || n->outputs.size() != 1 || !n->outputs[0] || !n->attrs.count("axis"))
+    return false;
+  std::vector<Node*> ts;
+  std::vector<int64_t> p;
+  for (Value* in : n->inputs) {
+    Node* t = in ? idx.producer(in) : nullptr;
+    const std::vector<int64_t> tp = transpose_perm(t);
+    if (tp.empty() || (!p.empty() && tp != p) || dead.count(t) || idx.sole_consumer(in) != n) return false;
+    for (Node* seen : ts)
+      if (seen == t) return false;  // the same value twice: its Transpose has two readers
+    p = tp;
+    ts.push_back(t);
+  }
+  const int64_t rank = static_cast<int64_t>(p.size());
+  int64_t axis = n->attrs.at("axis").i;
+  if (axis < -rank || axis >= rank) return false;  // the kernel reports it
+  if (axis < 0) axis += rank;
+  Value* y = n->outputs[0];
+  Value* z = new_value(g, *y, p);
+  for (size_t i = 0; i < ts.size(); ++i) n->inputs[i] = ts[i]->inputs[0];
+  n->attrs["axis"] = attr_int(p[static_cast<size_t>(axis)]);
+  n->outputs[0] = z;
+  z->producer = n;
+  Node* t = insert_node_before(g, nullptr, "Transpose", n->name + "_sunk_transpose");
+  t->opset = ts[0]->opset;
+  t->inputs = {z};
+  t->outputs = {y};
+  t->attrs["perm"] = attr_ints(p);
+  y->producer = t;
+  for (Node* d : ts) {
+    d->outputs[0]->producer = nullptr;
+    d->inputs.clear();
+    dead.insert(d);
+  }
+  return true;
+}
+
 }  // namespace
 
-Result<int> sink_transposes(Graph& g, const PassContext&) {
+Result<int> sink_transposes(Graph& g, const PassContext& ctx) {
   int matches = 0;
   // Each match removes at least one Transpose, so this ends.
   for (bool changed = true; changed;) {
@@ -235,7 +281,7 @@ Result<int> sink_transposes(Graph& g, const PassContext&) {
           GBX_ASSIGN_OR_RETURN(bool done, sink_chain(g, *chain, dead));
           changed = done;
         }
-      } else if (sink_pair(g, idx, n, dead)) {
+      } else if (sink_pair(g, idx, n, dead) || sink_concat(g, idx, n, dead)) {
         changed = true;
       }
     }
@@ -245,6 +291,8 @@ Result<int> sink_transposes(Graph& g, const PassContext&) {
       GBX_RETURN_IF_ERROR(topological_sort(g));  // a sunk Transpose was appended at the end
     }
   }
+  // A Transpose sunk out of a Concat may now read another Transpose (or be read by one).
+  if (matches > 0) GBX_RETURN_IF_ERROR(cancel_transpose_reshape(g, ctx).status());
   return matches;
 }
 
