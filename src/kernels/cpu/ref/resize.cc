@@ -18,28 +18,11 @@
 
 #include "kernels/cpu/ref/misc_util.h"
 #include "kernels/cpu/ref/ref_util.h"
+#include "kernels/cpu/ref/resize_geometry.h"
 #include "kernels/cpu/ref/shape_util.h"
 
 namespace gearbox::ref {
 namespace {
-
-enum class Mode { Nearest, Linear, Cubic };
-
-struct ResizeParams {
-  Mode mode = Mode::Nearest;
-  std::string transform = "half_pixel";
-  std::string nearest_mode = "round_prefer_floor";
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  bool antialias = false;  // Resize-18: linear and cubic widen their filter when downsampling
-  double extrapolation = 0;
-  bool legacy = false;  // opset 10 Resize / Upsample
-};
-
-struct Tap {
-  int64_t idx;
-  double w;
-};
 
 // The linear (triangle) and cubic (Keys, coefficient A) interpolation kernels at distance t.
 double linear_weight(double t) {
@@ -61,8 +44,8 @@ double cubic_weight(double A, double t) {
 // not at all with exclude_outside. (The window holds about 4 / scale taps and the output about
 // in * scale pixels, so an axis costs about 4 * in whatever the scale.)
 std::vector<Tap> antialias_taps(const ResizeParams& p, double xo, int64_t in_len, double scale) {
-  auto filter = [&](double t) { return p.mode == Mode::Linear ? linear_weight(t) : cubic_weight(p.cubic_a, t); };
-  const double support = (p.mode == Mode::Linear ? 1.0 : 2.0) / scale;
+  auto filter = [&](double t) { return p.mode == ResizeMode::Linear ? linear_weight(t) : cubic_weight(p.cubic_a, t); };
+  const double support = (p.mode == ResizeMode::Linear ? 1.0 : 2.0) / scale;
   const double center = xo + 0.5;
   const int64_t lo = static_cast<int64_t>(std::floor(center - support + 0.5));
   const int64_t hi = static_cast<int64_t>(std::floor(center + support + 0.5));
@@ -79,9 +62,10 @@ std::vector<Tap> antialias_taps(const ResizeParams& p, double xo, int64_t in_len
   return taps;
 }
 
-// The taps for output coordinate x along one axis; empty means "extrapolate".
-std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int64_t out_len, double scale,
-                          double roi_start, double roi_end) {
+}  // namespace
+
+std::vector<Tap> resize_taps(const ResizeParams& p, int64_t x, int64_t in_len, int64_t out_len, double scale,
+                             double roi_start, double roi_end) {
   const double out_w = scale * static_cast<double>(in_len);
   const double xd = static_cast<double>(x);
   const double in_d = static_cast<double>(in_len);
@@ -109,10 +93,10 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int6
   }
   if (!std::isfinite(xo)) return {};  // NaN/inf roi or scale: nothing sensible to sample
   xo = std::min(std::max(xo, -1e15), 1e15);
-  if (p.antialias && p.mode != Mode::Nearest && scale < 1) return antialias_taps(p, xo, in_len, scale);
+  if (p.antialias && p.mode != ResizeMode::Nearest && scale < 1) return antialias_taps(p, xo, in_len, scale);
   auto clampi = [&](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in_len - 1); };
 
-  if (p.mode == Mode::Nearest) {
+  if (p.mode == ResizeMode::Nearest) {
     double fl = std::floor(xo);
     int64_t i = static_cast<int64_t>(fl);
     if (xo != fl) {
@@ -134,7 +118,7 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int6
     ratio = 1;
   }
   std::vector<Tap> taps;
-  if (p.mode == Mode::Linear) {
+  if (p.mode == ResizeMode::Linear) {
     taps = {{base, 1 - ratio}, {base + 1, ratio}};
   } else {
     const double A = p.cubic_a;
@@ -156,6 +140,8 @@ std::vector<Tap> taps_for(const ResizeParams& p, int64_t x, int64_t in_len, int6
   return taps;
 }
 
+namespace {
+
 // Resizes `data` (dims) along `axis` to out_len.
 std::vector<double> resize_axis(const ResizeParams& p, const std::vector<double>& data, Dims& dims, size_t axis,
                                 int64_t out_len, double scale, double roi_start, double roi_end) {
@@ -165,7 +151,7 @@ std::vector<double> resize_axis(const ResizeParams& p, const std::vector<double>
   for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
   std::vector<double> out(static_cast<size_t>(outer * out_len * inner));
   for (int64_t x = 0; x < out_len; ++x) {
-    std::vector<Tap> taps = taps_for(p, x, in_len, out_len, scale, roi_start, roi_end);
+    std::vector<Tap> taps = resize_taps(p, x, in_len, out_len, scale, roi_start, roi_end);
     for (int64_t o = 0; o < outer; ++o) {
       double* dst = &out[static_cast<size_t>((o * out_len + x) * inner)];
       if (taps.empty()) {
@@ -183,14 +169,21 @@ std::vector<double> resize_axis(const ResizeParams& p, const std::vector<double>
   return out;
 }
 
-Status run_resize(KernelContext& ctx, const ResizeParams& p, const std::vector<double>& scales_in,
-                  const std::vector<int64_t>& sizes, const std::vector<double>& roi) {
+// The output dims and per-axis scales from scales or sizes (both: Resize-18's aspect-ratio
+// policies), checked.
+Result<ResizeGeometry> finish_geometry(const KernelContext& ctx, const ResizeParams& p,
+                                       const std::vector<double>& scales_in, const std::vector<int64_t>& sizes,
+                                       const std::vector<double>& roi) {
   const Tensor& x = ctx.input(0);
   const size_t rank = x.rank();
   if (x.numel() < 0 || rank == 0)
     return ctx.error(ErrorCode::SHAPE_MISMATCH, "input must have rank >= 1, got ", describe(x));
-  std::vector<double> scales(rank, 1.0);
-  Dims out_dims(rank);
+  ResizeGeometry geo;
+  geo.params = p;
+  std::vector<double>& scales = geo.scales;
+  Dims& out_dims = geo.out_dims;
+  scales.assign(rank, 1.0);
+  out_dims.assign(rank, 0);
   if (!sizes.empty()) {
     if (sizes.size() != rank)
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "sizes has ", sizes.size(), " values for input ", describe(x));
@@ -216,17 +209,24 @@ Status run_resize(KernelContext& ctx, const ResizeParams& p, const std::vector<d
       out_dims[i] = static_cast<int64_t>(o);
     }
   }
-  const bool crop = !p.legacy && p.transform == "tf_crop_and_resize";
-  if (crop && roi.size() != 2 * rank)
+  geo.crop = !p.legacy && p.transform == "tf_crop_and_resize";
+  if (geo.crop && roi.size() != 2 * rank)
     return ctx.error(ErrorCode::INVALID_ARGUMENT, "tf_crop_and_resize needs roi with ", 2 * rank, " values, got ",
                      roi.size());
-  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), out_dims));
+  if (geo.crop) geo.roi = roi;
+  return geo;
+}
+
+Status run_resize(KernelContext& ctx, const ResizeGeometry& geo) {
+  const Tensor& x = ctx.input(0);
+  const size_t rank = x.rank();
+  GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate(x.dtype(), geo.out_dims));
   std::vector<double> data = read_doubles(x);
   Dims dims = x.dims();
   if (x.numel() > 0 && y.numel() > 0) {
     for (size_t a = 0; a < rank; ++a) {
-      if (!crop && out_dims[a] == dims[a] && scales[a] == 1.0) continue;
-      data = resize_axis(p, data, dims, a, out_dims[a], scales[a], crop ? roi[a] : 0, crop ? roi[a + rank] : 1);
+      if (!geo.resizes(a, dims[a])) continue;
+      data = resize_axis(geo.params, data, dims, a, geo.out_dims[a], geo.scales[a], geo.roi_start(a), geo.roi_end(a));
     }
     if (!is_float(x.dtype()))  // integer images: round to nearest like a float->int resize would
       for (double& v : data) v = std::nearbyint(v);
@@ -240,9 +240,9 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
   ResizeParams p;
   p.legacy = legacy;
   std::string mode = ctx.attr_string("mode", "nearest");
-  if (mode == "nearest") p.mode = Mode::Nearest;
-  else if (mode == "linear" || mode == "bilinear") p.mode = Mode::Linear;
-  else if (mode == "cubic" && !legacy) p.mode = Mode::Cubic;
+  if (mode == "nearest") p.mode = ResizeMode::Nearest;
+  else if (mode == "linear" || mode == "bilinear") p.mode = ResizeMode::Linear;
+  else if (mode == "cubic" && !legacy) p.mode = ResizeMode::Cubic;
   else return ctx.error(ErrorCode::ATTRIBUTE_INVALID, "mode '", mode, "' is not supported");
   if (!legacy) {
     p.transform = ctx.attr_string("coordinate_transformation_mode", "half_pixel");
@@ -268,8 +268,8 @@ Result<ResizeParams> read_params(const KernelContext& ctx, bool legacy) {
 // others keep their size), `keep_aspect_ratio_policy` (with sizes: not_larger / not_smaller
 // resize every named axis by one scale, the smallest / largest of sizes[i] / in[i], and the
 // output is round(scale * in)) and `antialias` (read by read_params).
-Status resize18(KernelContext& ctx, const ResizeParams& p, std::vector<double> scales, std::vector<int64_t> sizes,
-                std::vector<double> roi) {
+Result<ResizeGeometry> resize18(const KernelContext& ctx, const ResizeParams& p, std::vector<double> scales,
+                                std::vector<int64_t> sizes, std::vector<double> roi) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
   const std::string policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
@@ -324,13 +324,27 @@ Status resize18(KernelContext& ctx, const ResizeParams& p, std::vector<double> s
       full_roi[size_t(axes[i] + rank)] = roi[i + n];
     }
   }
-  return run_resize(ctx, p, full_scales, full_sizes, full_roi);
+  return finish_geometry(ctx, p, full_scales, full_sizes, full_roi);
 }
 
-// Resize-11+: X, roi, scales, sizes (roi and scales optional from 13; an empty tensor counts
-// as absent, as exporters pass "" or an empty initializer).
-Status resize(KernelContext& ctx) {
+}  // namespace
+
+// Resize-10+: X, scales (10); X, roi, scales, sizes (11+; roi and scales optional from 13; an
+// empty tensor counts as absent, as exporters pass "" or an empty initializer). Upsample-7..9:
+// X and scales (an attribute before 9).
+Result<ResizeGeometry> resize_geometry(const KernelContext& ctx) {
   GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
+  if (ctx.op().op_type == "Upsample") {
+    GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, true));
+    std::vector<double> scales;
+    if (ctx.opset() >= 9) {
+      GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
+      scales = read_doubles(ctx.input(1));
+    } else {
+      for (float f : ctx.attr_floats("scales")) scales.push_back(f);
+    }
+    return finish_geometry(ctx, p, scales, {}, {});
+  }
   const bool legacy = ctx.opset() < 11;
   GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, legacy));
   auto present = [&](size_t i) {
@@ -353,26 +367,20 @@ Status resize(KernelContext& ctx) {
       return ctx.error(ErrorCode::INVALID_ARGUMENT, "one of scales and sizes must be given");
   }
   if (ctx.opset() >= 18) return resize18(ctx, p, std::move(scales), std::move(sizes), std::move(roi));
-  return run_resize(ctx, p, scales, sizes, roi);
+  return finish_geometry(ctx, p, scales, sizes, roi);
 }
 
-Status upsample(KernelContext& ctx) {
-  GBX_RETURN_IF_ERROR(ctx.require_tensor(0));
-  GBX_ASSIGN_OR_RETURN(ResizeParams p, read_params(ctx, true));
-  std::vector<double> scales;
-  if (ctx.opset() >= 9) {
-    GBX_RETURN_IF_ERROR(ctx.require_tensor(1));
-    scales = read_doubles(ctx.input(1));
-  } else {
-    for (float f : ctx.attr_floats("scales")) scales.push_back(f);
-  }
-  return run_resize(ctx, p, scales, {}, {});
+namespace {
+
+Status resize(KernelContext& ctx) {
+  GBX_ASSIGN_OR_RETURN(ResizeGeometry geo, resize_geometry(ctx));
+  return run_resize(ctx, geo);
 }
 
 const std::vector<DType> kResizeTypes = {DType::F32, DType::F64, DType::F16, DType::BF16,
                                          DType::U8,  DType::I8,  DType::I32, DType::I64};
 GBX_REGISTER_KERNEL({"", "Resize", 10, 21, kEngineRef, kResizeTypes, resize});
-GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, upsample});
+GBX_REGISTER_KERNEL({"", "Upsample", 7, 9, kEngineRef, kResizeTypes, resize});
 
 }  // namespace
 }  // namespace gearbox::ref
