@@ -394,6 +394,21 @@ void multiply(const Problem& p) {
   run(one);
 }
 
+void multiply_with_b(Problem p, const float* b, int64_t rs, int64_t cs) {
+  const int64_t floats = packed_b_floats(p.k, p.n, blocking().nr);
+  hwy::AlignedFreeUniquePtr<float[]> own;
+  float* packed = thread_runtime_b(floats);
+  if (!packed) {
+    own = hwy::AllocateAligned<float>(static_cast<size_t>(floats));
+    packed = own.get();
+  }
+  ++g_packs;
+  p.bp = packed;
+  std::vector<Problem> one{p};
+  const LazyB lazy{b, rs, cs, packed};
+  run(one, &lazy);
+}
+
 int64_t pack_count() { return g_packs.load(); }
 size_t packed_cache_size() { return cache().size(); }
 

@@ -108,6 +108,9 @@ std::shared_ptr<const PackedB> pack_weights(const Tensor& b, int64_t offset, int
 // Runs one product (p.bp packed, A row-major or read through its strides) over the OpenMP
 // team, or on the calling thread alone when it is small or the caller is inside a region.
 void multiply(const Problem& p);
+// Runs one product whose B is computed at run time: B(kk, j) = b[kk * rs + j * cs], packed by
+// the work items into the calling thread's buffer as MatMul packs a run-time B (p.bp unused).
+void multiply_with_b(Problem p, const float* b, int64_t rs, int64_t cs);
 
 // B packings performed (constant and run-time B) and the constant packed B held in the
 // cache (for tests; gemm.cc).
