@@ -25,6 +25,9 @@ struct PassEntry {
 
 const std::vector<PassEntry>& pipeline() {
   static const std::vector<PassEntry> kPipeline = {
+      {{"float16_widening", "a model stored in float16 computes in float32 inside: weights widened once, Casts at "
+        "its float16 inputs and outputs (graphs of ops that compute the same function in any float type)"},
+       passes::widen_float16},
       {{"remove_noop", "remove Identity, inference-mode Dropout and Cast to the same type"}, passes::remove_noop_ops},
       {{"shape_folding", "Shape/Size of values with static shapes become constants"}, passes::fold_static_shapes},
       {{"constant_folding", "run nodes whose inputs are all constants at compile time (size cap)"},

@@ -15,6 +15,8 @@ using PassFn = Result<int> (*)(Graph&, const PassContext&);
 Result<int> eliminate_dead_nodes(Graph& g, const PassContext& ctx);
 Result<int> remove_noop_ops(Graph& g, const PassContext& ctx);  // Identity, inference Dropout, no-op Cast
 Result<int> eliminate_common_subexpressions(Graph& g, const PassContext& ctx);
+// float16_widening.cc: a float16 model computes in float32 inside, its I/O unchanged
+Result<int> widen_float16(Graph& g, const PassContext& ctx);
 // constant_folding.cc
 Result<int> fold_static_shapes(Graph& g, const PassContext& ctx);  // Shape/Size of static shapes
 Result<int> fold_constants(Graph& g, const PassContext& ctx);
