@@ -1,6 +1,6 @@
 // cpu.simd element-wise kernels (elementwise.cc) against the cpu.ref kernels: every binary op
 // over each broadcast the simd path takes (same shape, leading-1 dims, a scalar on either
-// side, a trailing row on either side) at odd sizes around the vector and chunk lengths, the
+// side, a side repeated over blocks: a trailing row, a column, a per-channel scale) at odd sizes around the vector and chunk lengths, the
 // broadcasts it hands to the reference, shapes that do not broadcast (the reference's error
 // on both paths); every unary op on random values, extremes and NaN; then both again on every
 // Highway target compiled in and supported here (AVX-512, AVX2, scalar), forced in turn.
@@ -37,12 +37,18 @@ TEST(SimdElementwise, BinaryBroadcastsAgainstReference) {
       {{1}, {4, 9, 15}, SimdPath::Simd},         // one-element a
       {{128, 768}, {768}, SimdPath::Simd},       // bias-like row
       {{2, 12, 5, 31}, {1, 5, 31}, SimdPath::Simd},
-      {{1, 31}, {64, 3, 31}, SimdPath::Simd},    // the row on the left
-      {{300, 257}, {257}, SimdPath::Simd},       // rows over the threading threshold
-      {{4, 1, 6}, {1, 5, 6}, SimdPath::Reference},  // both sides broadcast
-      {{6, 4}, {6, 1}, SimdPath::Reference},        // a column
-      {{0, 3}, {3}, SimdPath::Reference},           // empty
-      {{4, 3}, {5, 3}, SimdPath::Simd},             // does not broadcast: the reference's error on both
+      {{1, 31}, {64, 3, 31}, SimdPath::Simd},             // the row on the left
+      {{300, 257}, {257}, SimdPath::Simd},                // rows over the threading threshold
+      {{4, 1, 6}, {1, 5, 6}, SimdPath::Reference},        // both sides broadcast
+      {{6, 4}, {6, 1}, SimdPath::Simd},                   // a column
+      {{2, 3, 4, 5}, {2, 3, 1, 1}, SimdPath::Simd},       // a per-channel scale, NCHW at batch 2
+      {{8, 7, 7, 16}, {8, 1, 1, 16}, SimdPath::Simd},     // the same channels-last at batch 8
+      {{2, 3, 1, 1}, {2, 3, 4, 5}, SimdPath::Simd},       // the scale on the left
+      {{2, 1, 5}, {2, 4, 5}, SimdPath::Simd},             // rows repeated within each outer block
+      {{64, 130, 1}, {64, 130, 9}, SimdPath::Simd},       // over the threading threshold, row 1
+      {{3, 1, 4, 1}, {3, 5, 4, 6}, SimdPath::Reference},  // two separate runs of 1s
+      {{0, 3}, {3}, SimdPath::Reference},                 // empty
+      {{4, 3}, {5, 3}, SimdPath::Simd},                   // does not broadcast: the reference's error on both
   };
   for (const std::string& op : kBinary)
     for (size_t i = 0; i < cases.size(); ++i) {

@@ -2,9 +2,10 @@
 // Abs, Sqrt, Sigmoid, Tanh, Exp (6-17), float32.
 //
 // Binary ops take the broadcasts that need no index arithmetic: equal element counts (same
-// data, dims that differ only by leading 1s), a one-element side, and a side that is a
-// trailing row of the output (bias-like: [N] or [1, N] against [M, N], the BERT mask and
-// embedding adds); spans run in OpenMP chunks. Other broadcasts, other dtypes and invalid
+// data, dims that differ only by leading 1s), a one-element side, and a side repeated over
+// blocks of the output (blocked_broadcast: a bias row [N] against [M, N], the BERT mask and
+// embedding adds, a squeeze-excite scale [N, C, 1, 1] or [N, 1, 1, C] at any batch); spans
+// run in OpenMP chunks. Other broadcasts, other dtypes and invalid
 // shapes are refused by the kernels' supports() predicates, so the partitioner (or, for
 // shapes known only at run time, the executor) gives those nodes to the next engine.
 #include "kernels/cpu/simd/elementwise.h"
@@ -32,19 +33,21 @@ bool broadcast_dims(const Dims& a, const Dims& b, Dims* out) {
   return true;
 }
 
-// The length of the trailing row `small` repeats over in `out` (its dims with leading 1s
-// stripped equal out's last dims), or 0 when it is not such a row.
-int64_t trailing_row(const Dims& small, const Dims& out) {
-  size_t first = 0;
-  while (first < small.size() && small[first] == 1) ++first;
-  const size_t k = small.size() - first;
-  if (k == 0 || k > out.size()) return 0;
-  int64_t len = 1;
-  for (size_t i = 0; i < k; ++i) {
-    if (small[first + i] != out[out.size() - k + i]) return 0;
-    len *= small[first + i];
-  }
-  return len;
+// Whether `small` broadcasts over `out` as [outer, mid, row] blocks: its dims (left-padded
+// with 1s) equal out's on a leading run (outer elements) and a trailing run (row), and are 1
+// over the run between them (mid > 1 elements). Then element (o, m, r) of out reads element
+// (o, r) of small: a bias row ([N] against [M, N]: outer 1), a per-channel scale of NCHW
+// ([N, C, 1, 1]: row 1) or of channels-last at any batch ([N, 1, 1, C]).
+bool blocked_broadcast(const Dims& small, const Dims& out, int64_t* outer, int64_t* mid, int64_t* row) {
+  if (small.size() > out.size()) return false;
+  const size_t pad = out.size() - small.size();
+  auto s_at = [&](size_t i) { return i < pad ? int64_t{1} : small[i - pad]; };
+  size_t i = 0;
+  *outer = *mid = *row = 1;
+  while (i < out.size() && s_at(i) == out[i]) *outer *= out[i++];
+  while (i < out.size() && s_at(i) == 1) *mid *= out[i++];
+  while (i < out.size() && s_at(i) == out[i]) *row *= out[i++];
+  return i == out.size() && *mid > 1;
 }
 
 // How a binary op's sides are read: the broadcasts binary() implements (above). False for any
@@ -52,8 +55,9 @@ int64_t trailing_row(const Dims& small, const Dims& out) {
 struct BinaryPlan {
   Dims out_dims;
   int64_t n = 0;
-  int64_t row = 0;  // > 0: the smaller side repeats every `row` elements
-  bool a_is_row = false;
+  bool blocked = false;  // the smaller side repeats over blocks: outer x mid x row (blocked_broadcast)
+  int64_t outer = 1, mid = 1, row = 1;
+  bool a_is_small = false;
   int64_t a_step = 1, b_step = 1;
 };
 
@@ -70,10 +74,10 @@ bool plan_binary(const Dims& a, const Dims& b, BinaryPlan* p) {
     p->a_step = 0;
     return true;
   }
-  if (na == n && (p->row = trailing_row(b, p->out_dims)) > 0) return true;
-  if (nb == n && (p->row = trailing_row(a, p->out_dims)) > 0) {
-    p->a_is_row = true;
-    return true;
+  if (na == n && blocked_broadcast(b, p->out_dims, &p->outer, &p->mid, &p->row)) return p->blocked = true;
+  if (nb == n && blocked_broadcast(a, p->out_dims, &p->outer, &p->mid, &p->row)) {
+    p->a_is_small = true;
+    return p->blocked = true;
   }
   return false;
 }
@@ -86,7 +90,7 @@ Verdict binary_supports(const KernelQuery& q) {
   BinaryPlan p;
   if (!plan_binary(*a, *b, &p))
     return refuse("broadcast of " + to_string(*a) + " and " + to_string(*b) +
-                  " is not equal counts, a scalar side or a trailing row");
+                  " is not equal counts, a scalar side or a side repeated over blocks");
   if (p.n == 0) return refuse("the output is empty");
   return accept();
 }
@@ -98,18 +102,23 @@ Status binary(KernelContext& ctx) {
   BinaryPlan p;
   if (!plan_binary(a.dims(), b.dims(), &p)) return outside_supports(ctx, "this broadcast");
   const Dims& out_dims = p.out_dims;
-  const int64_t n = p.n, row = p.row, a_step = p.a_step, b_step = p.b_step;
-  const bool a_is_row = p.a_is_row;
+  const int64_t n = p.n, a_step = p.a_step, b_step = p.b_step;
   const float* ap = a.data<float>();
   const float* bp = b.data<float>();
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, out_dims));
   float* yp = y.data<float>();
-  if (row > 0) {
-    const int64_t rows = n / row;
-    for_each_index(rows, n > 2 * kChunk, [&](int64_t r) {
-      const int64_t o = r * row;
-      if (a_is_row) binary_span(kOp, ap, 1, bp + o, 1, yp + o, row);
-      else binary_span(kOp, ap + o, 1, bp, 1, yp + o, row);
+  if (p.blocked) {
+    // Work items: (outer block, middle index) spans of `row` elements, or with row 1 one span
+    // of `mid` elements per outer block against one element of the small side.
+    const int64_t row = p.row, mid = p.mid;
+    const bool per_row = row > 1;
+    const int64_t items = per_row ? p.outer * mid : p.outer;
+    for_each_index(items, n > 2 * kChunk, [&](int64_t it) {
+      const int64_t o = per_row ? it / mid : it;
+      const int64_t big = per_row ? it * row : it * mid, len = per_row ? row : mid;
+      const int64_t small = o * row, step = per_row ? 1 : 0;
+      if (p.a_is_small) binary_span(kOp, ap + small, step, bp + big, 1, yp + big, len);
+      else binary_span(kOp, ap + big, 1, bp + small, step, yp + big, len);
     });
   } else {
     for_each_index((n + kChunk - 1) / kChunk, n > 2 * kChunk, [&](int64_t i) {
