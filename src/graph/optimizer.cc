@@ -25,16 +25,17 @@ struct PassEntry {
 
 const std::vector<PassEntry>& pipeline() {
   static const std::vector<PassEntry> kPipeline = {
-      {{"float16_widening", "a model stored in float16 computes in float32 inside: weights widened once, Casts at "
+      {{"float16_widening",
+        "a model stored in float16 computes in float32 inside: weights widened once, Casts at "
         "its float16 inputs and outputs (graphs of ops that compute the same function in any float type)"},
        passes::widen_float16},
       {{"remove_noop", "remove Identity, inference-mode Dropout and Cast to the same type"}, passes::remove_noop_ops},
       {{"shape_folding", "Shape/Size of values with static shapes become constants"}, passes::fold_static_shapes},
       {{"constant_folding", "run nodes whose inputs are all constants at compile time (size cap)"},
        passes::fold_constants},
-      {{"cse", "merge nodes computing the same operator on the same inputs"},
-       passes::eliminate_common_subexpressions},
-      {{"transpose_reshape_cancel", "Transpose∘Transpose -> one Transpose (or none), Reshape∘Reshape -> one Reshape, "
+      {{"cse", "merge nodes computing the same operator on the same inputs"}, passes::eliminate_common_subexpressions},
+      {{"transpose_reshape_cancel",
+        "Transpose∘Transpose -> one Transpose (or none), Reshape∘Reshape -> one Reshape, "
         "Reshape to the same static shape -> none"},
        passes::cancel_transpose_reshape},
       {{"conv_bn_fold", "fold BatchNormalization into the preceding Conv's weights and bias"},
@@ -49,14 +50,19 @@ const std::vector<PassEntry>& pipeline() {
       {{"matmul_fusion", "MatMul/Gemm (+bias)(+activation) -> com.gearbox.FusedMatMul / FusedGemm"},
        passes::fuse_matmul},
       {{"conv_fusion", "Conv (+residual Add)(+activation) -> com.gearbox.FusedConv"}, passes::fuse_conv},
-      {{"layout_nhwc", "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
+      {{"layout_nhwc",
+        "regions of 2-D Conv/FusedConv and pools -> channels-last com.gearbox.Nhwc* ops with "
         "Transposes at the boundaries (only when the engines prefer cpu.dnnl)"},
-       passes::layout_nhwc, true},
-      {{"layout_blocked", "regions of channels-last convolutions with channel counts that are multiples of 16 -> "
+       passes::layout_nhwc,
+       true},
+      {{"layout_blocked",
+        "regions of channels-last convolutions with channel counts that are multiples of 16 -> "
         "com.gearbox.Nchw16cConv in oneDNN's blocked layout, with Reshape + Transpose at the boundaries (only when "
         "the engines prefer cpu.dnnl)"},
-       passes::layout_blocked, true},
-      {{"transpose_sinking", "move a Transpose down through element-wise ops (and Binary(Transpose, Transpose) -> "
+       passes::layout_blocked,
+       true},
+      {{"transpose_sinking",
+        "move a Transpose down through element-wise ops (and Binary(Transpose, Transpose) -> "
         "Transpose(Binary)) when it then merges with the next Transpose"},
        passes::sink_transposes},
       {{"dead_node_elimination", "remove nodes whose outputs nothing reads"}, passes::eliminate_dead_nodes},

@@ -35,16 +35,15 @@ TEST(DnnlConv, RandomizedAgainstReference) {
     const int64_t mg = depthwise ? 1 : pick({1, 2, 7});
     const int64_t h = pick({1, 3, 7, 17, 33}), w = pick({1, 3, 7, 17});
     const int64_t kh = pick({1, 3, 5}), kw = pick({1, 2, 3});
-    KernelCall call = make_call("Conv", 11, {dnnl_random({n, group * cg, h, w}, g), dnnl_random({group * mg, cg, kh, kw}, g)});
+    KernelCall call =
+        make_call("Conv", 11, {dnnl_random({n, group * cg, h, w}, g), dnnl_random({group * mg, cg, kh, kw}, g)});
     if (it % 2 == 0) call.inputs.push_back(dnnl_random({group * mg}, g));
     call.attrs["group"] = attr_int(group);
     call.attrs["strides"] = attr_ints({pick({1, 2, 3}), pick({1, 2})});
     call.attrs["dilations"] = attr_ints({pick({1, 2}), pick({1, 3})});
     const std::string ap = auto_pads[static_cast<size_t>(it) % auto_pads.size()];
-    if (ap == "NOTSET")
-      call.attrs["pads"] = attr_ints({pick({0, 1, 2}), pick({0, 1}), pick({0, 2}), pick({0, 1, 2})});
-    else
-      call.attrs["auto_pad"] = attr_string(ap);
+    if (ap == "NOTSET") call.attrs["pads"] = attr_ints({pick({0, 1, 2}), pick({0, 1}), pick({0, 2}), pick({0, 1, 2})});
+    else call.attrs["auto_pad"] = attr_string(ap);
     expect_dnnl_matches_ref(call, cg * kh * kw, "case " + std::to_string(it));
     ++ran;
   }
@@ -55,8 +54,8 @@ TEST(DnnlConv, LargerChannelsUseBlockedLayouts) {
   // Channel counts where oneDNN picks blocked layouts (so the src/dst reorders run).
   std::mt19937 g(7);
   for (int64_t c : {16, 33, 64}) {
-    KernelCall call = make_call("Conv", 11, {dnnl_random({1, c, 17, 15}, g), dnnl_random({32, c, 3, 3}, g),
-                                             dnnl_random({32}, g)});
+    KernelCall call =
+        make_call("Conv", 11, {dnnl_random({1, c, 17, 15}, g), dnnl_random({32, c, 3, 3}, g), dnnl_random({32}, g)});
     call.attrs["pads"] = attr_ints({1, 1, 1, 1});
     expect_dnnl_matches_ref(call, c * 9, "C=" + std::to_string(c));
   }
@@ -68,9 +67,17 @@ TEST(DnnlConv, FusedActivationsBiasAndResidual) {
     std::string name;
     std::vector<float> params;
   };
-  const std::vector<Act> acts{{"", {}},          {"Relu", {}},          {"LeakyRelu", {0.1f}}, {"Sigmoid", {}},
-                              {"Tanh", {}},      {"Clip", {0.f, 6.f}},  {"HardSigmoid", {0.25f, 0.4f}},
-                              {"HardSwish", {}}, {"Silu", {}},          {"Gelu", {}},          {"GeluTanh", {}}};
+  const std::vector<Act> acts{{"", {}},
+                              {"Relu", {}},
+                              {"LeakyRelu", {0.1f}},
+                              {"Sigmoid", {}},
+                              {"Tanh", {}},
+                              {"Clip", {0.f, 6.f}},
+                              {"HardSigmoid", {0.25f, 0.4f}},
+                              {"HardSwish", {}},
+                              {"Silu", {}},
+                              {"Gelu", {}},
+                              {"GeluTanh", {}}};
   for (const Act& a : acts)
     for (int variant = 0; variant < 3; ++variant) {
       const bool bias = variant != 1, residual = variant != 0;
@@ -95,8 +102,8 @@ TEST(DnnlConv, FusedActivationsBiasAndResidual) {
 TEST(DnnlConv, DepthwiseFusedClip) {
   // MobileNet's block: depthwise 3x3 stride 2 + bias + Clip(0, 6).
   std::mt19937 g(3);
-  KernelCall call = make_call("FusedConv", 1, {dnnl_random({1, 32, 17, 17}, g), dnnl_random({32, 1, 3, 3}, g),
-                                               dnnl_random({32}, g)});
+  KernelCall call =
+      make_call("FusedConv", 1, {dnnl_random({1, 32, 17, 17}, g), dnnl_random({32, 1, 3, 3}, g), dnnl_random({32}, g)});
   call.domain = "com.gearbox";
   call.attrs["group"] = attr_int(32);
   call.attrs["strides"] = attr_ints({2, 2});
@@ -260,15 +267,17 @@ TEST(DnnlConv, Strided1x1GathersItsPixelsFirst) {
     int64_t m, group, sh, sw;
     bool residual;
   };
-  const std::vector<Case> cases{{{1, 14, 14, 32}, 48, 1, 2, 2, true},  {{2, 9, 13, 16}, 24, 1, 3, 1, false},
-                                {{1, 7, 5, 12}, 8, 2, 1, 2, true},     {{1, 15, 15, 64}, 128, 1, 3, 3, false},
+  const std::vector<Case> cases{{{1, 14, 14, 32}, 48, 1, 2, 2, true},
+                                {{2, 9, 13, 16}, 24, 1, 3, 1, false},
+                                {{1, 7, 5, 12}, 8, 2, 1, 2, true},
+                                {{1, 15, 15, 64}, 128, 1, 3, 3, false},
                                 {{2, 1, 6, 8}, 16, 1, 2, 2, true}};
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     const int64_t oh = (c.x[1] - 1) / c.sh + 1, ow = (c.x[2] - 1) / c.sw + 1;
     NodeCache cache;
-    KernelCall call = make_call("NhwcConv", 1, {dnnl_random(c.x, g), dnnl_random({c.m, c.x[3] / c.group, 1, 1}, g),
-                                                dnnl_random({c.m}, g)});
+    KernelCall call = make_call(
+        "NhwcConv", 1, {dnnl_random(c.x, g), dnnl_random({c.m, c.x[3] / c.group, 1, 1}, g), dnnl_random({c.m}, g)});
     call.domain = "com.gearbox";
     call.constant_inputs = {false, true, true};
     call.node_cache = &cache;
@@ -305,8 +314,9 @@ TEST(DnnlConv, ChannelsLastAgainstReference) {
                   m = depthwise ? c : pick({8, 24, 64});
     const int64_t h = pick({5, 14, 17}), w = pick({5, 9, 16}), k = pick({1, 3}), s = pick({1, 2});
     const int64_t oh = (h + 2 * (k / 2) - k) / s + 1, ow = (w + 2 * (k / 2) - k) / s + 1;
-    KernelCall call = make_call("NhwcConv", 1, {dnnl_random({n, h, w, c}, g),
-                                                dnnl_random({m, depthwise ? 1 : c, k, k}, g), dnnl_random({m}, g)});
+    KernelCall call =
+        make_call("NhwcConv", 1,
+                  {dnnl_random({n, h, w, c}, g), dnnl_random({m, depthwise ? 1 : c, k, k}, g), dnnl_random({m}, g)});
     call.domain = "com.gearbox";
     call.constant_inputs = {false, true, true};
     if (depthwise) call.attrs["group"] = attr_int(c);
@@ -340,8 +350,8 @@ TEST(DnnlConv, BlockedAgainstReference) {
     const int64_t n = pick({1, 2}), c = pick({16, 32, 64, 128}), m = pick({16, 48, 64, 128});
     const int64_t h = pick({5, 14, 15, 17}), w = pick({7, 14, 16}), k = pick({1, 3}), s = pick({1, 1, 2});
     const int64_t oh = (h + 2 * (k / 2) - k) / s + 1, ow = (w + 2 * (k / 2) - k) / s + 1;
-    KernelCall call = make_call("Nchw16cConv", 1, {dnnl_random({n, c / 16, h, w, 16}, g),
-                                                   dnnl_random({m, c, k, k}, g), dnnl_random({m}, g)});
+    KernelCall call = make_call(
+        "Nchw16cConv", 1, {dnnl_random({n, c / 16, h, w, 16}, g), dnnl_random({m, c, k, k}, g), dnnl_random({m}, g)});
     call.domain = "com.gearbox";
     call.constant_inputs = {false, true, true};
     call.attrs["strides"] = attr_ints({s, s});
@@ -352,7 +362,8 @@ TEST(DnnlConv, BlockedAgainstReference) {
     expect_dnnl_matches_ref(call, c * k * k, "blocked case " + std::to_string(it));
   }
   EXPECT_GT(winograd_cases, 0);
-  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd_before, dnnl_engine::winograd_available() ? winograd_cases : 0);
+  EXPECT_EQ(dnnl_engine::winograd_conv_runs() - winograd_before,
+            dnnl_engine::winograd_available() ? winograd_cases : 0);
   // Not the blocked form (rank 4, a last dim other than 16) or output channels that do not
   // fill whole blocks: the reference's error on both paths.
   KernelCall rank4 = make_call("Nchw16cConv", 1, {dnnl_random({1, 5, 5, 16}, g), dnnl_random({16, 16, 1, 1}, g)});

@@ -1,9 +1,9 @@
 // cpu.simd element-wise kernels (elementwise.cc) against the cpu.ref kernels: every binary op
 // over each broadcast the simd path takes (same shape, leading-1 dims, a scalar on either
-// side, a side repeated over blocks: a trailing row, a column, a per-channel scale) at odd sizes around the vector and chunk lengths, the
-// broadcasts it hands to the reference, shapes that do not broadcast (the reference's error
-// on both paths); every unary op on random values, extremes and NaN; then both again on every
-// Highway target compiled in and supported here (AVX-512, AVX2, scalar), forced in turn.
+// side, a side repeated over blocks: a trailing row, a column, a per-channel scale) at odd sizes around the vector and
+// chunk lengths, the broadcasts it hands to the reference, shapes that do not broadcast (the reference's error on both
+// paths); every unary op on random values, extremes and NaN; then both again on every Highway target compiled in and
+// supported here (AVX-512, AVX2, scalar), forced in turn.
 #include <algorithm>
 #include <limits>
 #include <random>
@@ -68,8 +68,8 @@ TEST(SimdElementwise, UnaryAgainstReference) {
       Tensor x = simd_random({n}, g, op == "Sqrt" ? 0.f : -20.f, 20.f);
       expect_simd_matches_ref(make_call(op, 13, {x}), op + " n=" + std::to_string(n), SimdPath::Simd, 1e-30, 4e-6);
     }
-    Tensor edge = Tensor::from_vector<float>({0.f, -0.f, 1e-30f, -1e-30f, 88.f, 88.7f, 89.f, 100.f, -87.f, -100.f,
-                                              -1e4f, 1e4f, inf, -inf, nan});
+    Tensor edge = Tensor::from_vector<float>(
+        {0.f, -0.f, 1e-30f, -1e-30f, 88.f, 88.7f, 89.f, 100.f, -87.f, -100.f, -1e4f, 1e4f, inf, -inf, nan});
     if (op == "Sqrt") edge = Tensor::from_vector<float>({0.f, 1e-30f, 2.f, 1e30f, inf, nan, -1.f});
     expect_simd_matches_ref(make_call(op, 13, {edge}), op + " extremes", SimdPath::Simd, 1e-30, 4e-6);
   }

@@ -13,7 +13,7 @@
 // rounding step), an op with a dtype attribute, a subgraph -- is left as it is.
 #include <set>
 #include <string>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "base/half.h"
 #include "graph/passes/passes.h"
@@ -89,7 +89,7 @@ bool widens(const Node& n) {
                                                        "Where"};
   if (!n.domain.empty() || has_subgraph(n)) return false;
   if (n.op_type == "Cast") return attr_int(n, "to", 0) != 10;  // TensorProto FLOAT16
-  if (n.op_type == "Constant") return true;                     // its float16 value is widened
+  if (n.op_type == "Constant") return true;                    // its float16 value is widened
   return kOps.count(n.op_type) > 0;
 }
 
@@ -154,8 +154,7 @@ Result<int> widen_float16(Graph& g, const PassContext&) {
     ++changed;
   }
   // Outputs: their producers write a float32 twin, cast back into the output.
-  std::unordered_map<const Value*, bool> is_output;
-  for (const Value* out : g.outputs) is_output[out] = true;
+  const std::unordered_set<const Value*> is_output(g.outputs.begin(), g.outputs.end());
   std::vector<std::pair<Value*, Value*>> narrow;  // (float32 twin, float16 output)
   for (const auto& n : g.nodes) {
     for (Value*& out : n->outputs) {

@@ -27,12 +27,12 @@ Result<int> sink_transposes(Graph& g, const PassContext& ctx);
 // conv_bn_fold.cc
 Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
 // fusions into com.gearbox operators (kernels: src/kernels/cpu/ref/fused_*.cc)
-Result<int> fuse_gelu(Graph& g, const PassContext& ctx);              // gelu_fusion.cc
-Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx);        // layer_norm_fusion.cc
-Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx);   // layer_norm_fusion.cc
-Result<int> fuse_attention(Graph& g, const PassContext& ctx);         // attention_fusion.cc
-Result<int> fuse_matmul(Graph& g, const PassContext& ctx);            // matmul_fusion.cc
-Result<int> fuse_conv(Graph& g, const PassContext& ctx);              // conv_fusion.cc
+Result<int> fuse_gelu(Graph& g, const PassContext& ctx);             // gelu_fusion.cc
+Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx);       // layer_norm_fusion.cc
+Result<int> fuse_skip_layer_norm(Graph& g, const PassContext& ctx);  // layer_norm_fusion.cc
+Result<int> fuse_attention(Graph& g, const PassContext& ctx);        // attention_fusion.cc
+Result<int> fuse_matmul(Graph& g, const PassContext& ctx);           // matmul_fusion.cc
+Result<int> fuse_conv(Graph& g, const PassContext& ctx);             // conv_fusion.cc
 // layout_nhwc.cc: regions of convolutions and pools -> channels-last com.gearbox.Nhwc* ops
 Result<int> layout_nhwc(Graph& g, const PassContext& ctx);
 // layout_blocked.cc: regions of channels-last convolutions -> blocked com.gearbox.Nchw16cConv

@@ -99,9 +99,9 @@ Result<Tensor> untranspose_constant(const Tensor& c, const std::vector<int64_t>&
 
 // A Transpose followed by a chain of sinkable ops ending in another Transpose.
 struct Chain {
-  Node* first = nullptr;          // the Transpose to sink
-  std::vector<Node*> ops;         // the element-wise ops it passes
-  Node* last = nullptr;           // the Transpose it meets
+  Node* first = nullptr;   // the Transpose to sink
+  std::vector<Node*> ops;  // the element-wise ops it passes
+  Node* last = nullptr;    // the Transpose it meets
 };
 
 // The chain from Transpose t, or nullopt when it does not end at a Transpose.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/scratch.h"
 #include "kernels/cpu/simd/gemm.h"
 #include "kernels/cpu/simd/simd_util.h"
 #include "kernels/supports_util.h"
@@ -62,7 +63,11 @@ Status conv_transpose(KernelContext& ctx) {
   const int64_t m = w.dim(1), kh = w.dim(2), kw = w.dim(3), mk = m * kh * kw, hw = h * wd;
   const int64_t oh = h * kh, ow = wd * kw;
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, {n, m, oh, ow}));
-  std::vector<float> t(static_cast<size_t>(mk * hw));
+  // T is rebuilt per image: the calling thread's grow-only buffer, not a fresh (zeroed,
+  // page-faulting) allocation of up to tens of MB per call.
+  thread_local ThreadScratch<float> scratch;
+  float* t = scratch.get(static_cast<size_t>(mk * hw));
+  if (!t) return ctx.error(ErrorCode::OUT_OF_MEMORY, "no memory for the ", mk, " x ", hw, " product");
   const float* bias = b ? b->data<float>() : nullptr;
   for (int64_t img = 0; img < n; ++img) {
     // T (mk x hw) = W^T (A(r, cc) = W[cc][r]: read transposed) times X[img] (c x hw, row-major).
@@ -70,7 +75,7 @@ Status conv_transpose(KernelContext& ctx) {
     p.a = w.data<float>();
     p.a_rs = 1;
     p.a_cs = mk;
-    p.y = t.data();
+    p.y = t;
     p.ldy = hw;
     p.m = mk;
     p.n = hw;
@@ -82,7 +87,7 @@ Status conv_transpose(KernelContext& ctx) {
     for_each_index(mk, mk * hw > (1 << 16), [&](int64_t r) {
       const int64_t mm = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
       const float add = bias ? bias[mm] : 0.f;
-      const float* src = t.data() + r * hw;
+      const float* src = t + r * hw;
       float* plane = out + mm * oh * ow;
       for (int64_t hh = 0; hh < h; ++hh) {
         float* row = plane + (hh * kh + i) * ow + j;

@@ -147,7 +147,7 @@ struct Direction {
   Cell cell;
   const RnnShape* s;
   int d;
-  bool reverse, lbr, input_forget, has_clip;
+  bool reverse, input_forget, has_clip;
   float clip;
   const float* xw;     // [S B rows][G H]: the input projection, biases added
   const float* hbias;  // GRU linear_before_reset: [G H] (Rb_h in the h part), else null
@@ -361,7 +361,6 @@ Status rnn_impl(KernelContext& ctx) {
     dir.s = &s;
     dir.d = d;
     dir.reverse = s.reverse_only || d == 1;
-    dir.lbr = lbr;
     dir.input_forget = ctx.attr_int("input_forget", 0) != 0;
     dir.has_clip = ctx.has_attr("clip");
     dir.clip = ctx.attr_float("clip", 0.f);
