@@ -22,6 +22,7 @@
 #include "base/strings.h"
 #include "graph/contrib_ops.h"
 #include "graph/legacy_opsets.h"
+#include "graph/onnx_int4.h"
 #include "graph/onnx_nesting.h"
 #include "graph/onnx_newer_opsets.h"
 #include "kernels/kernel.h"
@@ -589,6 +590,16 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
   // External-data locations are confined to the model's folder before anything (the ONNX
   // checker included) opens them.
   GBX_RETURN_IF_ERROR(check_external_locations(mp.graph(), base_dir));
+  // libonnx knows no 4-bit types: they are widened to 8 bits first (graph/onnx_int4.h).
+  GBX_ASSIGN_OR_RETURN(const int widened_int4,
+                       widen_int4(mp, [&](const onnx::TensorProto& tp, uint64_t bytes) -> Result<std::string> {
+                         GBX_ASSIGN_OR_RETURN(ExternalRange where, locate_external(tp, base_dir, bytes));
+                         std::string data(bytes, '\0');
+                         GBX_RETURN_IF_ERROR(read_external(tp, where, data.data(), bytes));
+                         return data;
+                       }));
+  if (widened_int4 > 0)
+    GBX_LOG_DEBUG("GRAPH", "{} 4-bit tensor(s), type(s) and quantizer(s) widened to 8 bits", widened_int4);
   auto phase_start = std::chrono::steady_clock::now();
   auto phase_done = [&](const char* what) {
     auto now = std::chrono::steady_clock::now();
@@ -621,8 +632,9 @@ Result<Model> import_proto(onnx::ModelProto& mp, const std::string& base_dir, co
         // The path form resolves external data against the model's folder; it reads the
         // file as written, so a model that needs a checking copy skips it (its external
         // data is still confined and size-checked by the conversion below).
-        if (!view->rewritten()) onnx::checker::check_model(path);
-        else GBX_LOG_DEBUG("GRAPH", "'{}': external data and newer ops: the ONNX checker is skipped", path);
+        if (!view->rewritten() && widened_int4 == 0) onnx::checker::check_model(path);
+        else
+          GBX_LOG_DEBUG("GRAPH", "'{}': external data and newer ops or 4-bit types: the ONNX checker is skipped", path);
       } else {
         UnrankedIoForChecker unranked(*mp.mutable_graph());
         onnx::checker::check_model(mp);

@@ -42,7 +42,8 @@ class Cases:
         self.names.add(name)
         g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, t, a.shape) for n, t, a in inputs],
                               [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
-                              initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits])
+                              initializer=[v if isinstance(v, TensorProto) else numpy_helper.from_array(np.asarray(v), k)
+                                           for k, v in inits])
         ops = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(MS, 1)] if ms else [])
         m = helper.make_model(g, opset_imports=ops, producer_name="gearbox-oracle")
         m.ir_version = 10 if opset >= 21 else 9 if opset >= 19 else 8
@@ -64,6 +65,90 @@ class Cases:
 
     def i8(self, *shape):
         return self.rng.integers(-128, 128, shape, dtype=np.int8)
+
+
+UINT4, INT4 = 21, 22  # onnx 1.16's TensorProto.UINT4 / INT4; Debian's onnx 1.12 has no names for them
+
+
+def four_bit(name, values, signed, as_int32_data=False):
+    """A 4-bit initializer as ONNX stores it: two elements per byte, the lower index in the lower
+    nibble, in raw_data or (one packed byte per entry) in int32_data."""
+    v = np.asarray(values)
+    lo, hi = (-8, 7) if signed else (0, 15)
+    assert v.min() >= lo and v.max() <= hi, (name, v.min(), v.max())
+    flat = (v.reshape(-1).astype(np.int64) & 0xF).tolist()
+    if len(flat) % 2:
+        flat.append(0)
+    packed = [flat[i] | (flat[i + 1] << 4) for i in range(0, len(flat), 2)]
+    t = TensorProto()
+    t.name = name
+    t.data_type = INT4 if signed else UINT4
+    t.dims.extend(v.shape)
+    if as_int32_data:
+        t.int32_data.extend(packed)
+    else:
+        t.raw_data = bytes(packed)
+    return t
+
+
+def int4_family(c):
+    """int4/uint4 (opset 21) where ONNX Runtime's CPU kernels take them: weight-only quantized
+    MatMuls (blocked and per-axis DequantizeLinear), Transpose of a packed weight, a Constant,
+    and QuantizeLinear to 4 bits, which saturates to the 4-bit range."""
+    def ints(signed, *shape):
+        return c.rng.integers(-8, 8, shape) if signed else c.rng.integers(0, 16, shape)
+
+    def dq_matmul(name, w, s, z, k, n, **dq):
+        inits = [("w", w), ("s", s)] + ([("z", z)] if z is not None else [])
+        c.add(name, [helper.make_node("DequantizeLinear", ["w", "s"] + (["z"] if z is not None else []), ["wf"],
+                                      name="dq", **dq),
+                     helper.make_node("MatMul", ["a", "wf"], ["y"], name="mm")],
+              [("a", F, c.f32(3, k))], [("y", F)], opset=21, inits=inits, rtol=1e-4, atol=1e-4)
+
+    # Blocked along K (block 4), int4 weights and zero points: the weight-only quantized MatMul.
+    dq_matmul("op21_int4_DequantizeLinear_blocked_MatMul", four_bit("w", ints(True, 16, 6), True),
+              c.f32(4, 6, lo=0.01, hi=0.1), four_bit("z", ints(True, 4, 6), True), 16, 6, axis=0, block_size=4)
+    dq_matmul("op21_uint4_DequantizeLinear_blocked_MatMul", four_bit("w", ints(False, 16, 6), False),
+              c.f32(4, 6, lo=0.01, hi=0.1), four_bit("z", ints(False, 4, 6), False), 16, 6, axis=0, block_size=4)
+    # Per-axis, an odd element count (the last byte holds one element), no zero point.
+    dq_matmul("op21_uint4_DequantizeLinear_per_axis_odd", four_bit("w", ints(False, 7, 5), False),
+              c.f32(5, lo=0.01, hi=0.1), four_bit("z", ints(False, 5), False), 7, 5, axis=1)
+    dq_matmul("op21_int4_DequantizeLinear_per_tensor_no_zp", four_bit("w", ints(True, 9, 3), True),
+              np.float32(0.05), None, 9, 3)
+    dq_matmul("op21_int4_DequantizeLinear_int32_data", four_bit("w", ints(True, 5, 3), True, as_int32_data=True),
+              np.float32(0.1), four_bit("z", np.array(-3), True, as_int32_data=True), 5, 3)
+    # Transpose of the packed weight before the DequantizeLinear.
+    c.add("op21_int4_Transpose_DequantizeLinear",
+          [helper.make_node("Transpose", ["w"], ["wt"], name="t", perm=[1, 0]),
+           helper.make_node("DequantizeLinear", ["wt", "s", "z"], ["wf"], name="dq"),
+           helper.make_node("MatMul", ["a", "wf"], ["y"], name="mm")],
+          [("a", F, c.f32(2, 8))], [("y", F)], opset=21,
+          inits=[("w", four_bit("w", ints(True, 4, 8), True)), ("s", np.float32(0.07)),
+                 ("z", four_bit("z", np.array(1), True))], rtol=1e-4, atol=1e-4)
+    # A Constant holding a uint4 tensor.
+    c.add("op21_uint4_Constant_DequantizeLinear",
+          [helper.make_node("Constant", [], ["w"], name="const", value=four_bit("value", ints(False, 3, 4), False)),
+           helper.make_node("DequantizeLinear", ["w", "s"], ["wf"], name="dq"),
+           helper.make_node("Add", ["a", "wf"], ["y"], name="add")],
+          [("a", F, c.f32(3, 4))], [("y", F)], opset=21, inits=[("s", np.float32(0.5))])
+    # QuantizeLinear to 4 bits: x spans twice the 4-bit range, so both ends saturate.
+    x = c.f32(2, 3, 8, lo=-4, hi=4)
+    for signed in (True, False):
+        tag = "int4" if signed else "uint4"
+        c.add("op21_%s_QuantizeLinear_saturates" % tag,
+              [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q"),
+               helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq")],
+              [("x", F, x)], [("y", F)], opset=21,
+              inits=[("s", np.float32(0.25)), ("z", four_bit("z", np.array(-1 if signed else 7), signed))])
+        c.add("op21_%s_QuantizeLinear_blocked" % tag,
+              [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="q", axis=2, block_size=4),
+               helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", axis=2, block_size=4)],
+              [("x", F, x)], [("y", F)], opset=21,
+              inits=[("s", c.f32(2, 3, 2, lo=0.2, hi=0.6)), ("z", four_bit("z", ints(signed, 2, 3, 2), signed))])
+    c.add("op21_uint4_QuantizeLinear_output_dtype",
+          [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q", output_dtype=UINT4),
+           helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")],
+          [("x", F, c.f32(2, 3, 8, lo=-1, hi=5))], [("y", F)], opset=21, inits=[("s", np.float32(0.25))])
 
 
 def ms_node(op, ins, outs, **attrs):
@@ -711,7 +796,7 @@ def main():
     c = Cases(out)
     for family in (gelu_family, matmul_family, matmul_nbits_family, norm_family, attention_family, qlinear_family, contrib_in_graph,
                    contrib_chain, opset18_plus, opset19_to_21, new_op_forms, across_opsets,
-                   rotary_family, deform_conv_family, gqa_family):
+                   rotary_family, deform_conv_family, gqa_family, int4_family):
         family(c)
     print("%d cases in %s" % (len(c.names), out))
 
