@@ -46,7 +46,11 @@ TEST(SimdElementwise, BinaryBroadcastsAgainstReference) {
       {{2, 3, 1, 1}, {2, 3, 4, 5}, SimdPath::Simd},       // the scale on the left
       {{2, 1, 5}, {2, 4, 5}, SimdPath::Simd},             // rows repeated within each outer block
       {{64, 130, 1}, {64, 130, 9}, SimdPath::Simd},       // over the threading threshold, row 1
+      {{4, 3, 5, 6}, {1, 3, 1, 1}, SimdPath::Simd},       // BatchNormalization's [1, C, 1, 1] at batch 4
+      {{1, 16, 1, 1}, {8, 16, 20, 20}, SimdPath::Simd},   // the same on the left, over the threading threshold
+      {{2, 3, 4, 5}, {1, 3, 4, 1}, SimdPath::Simd},       // a batch repeat of an [outer, mid] block
       {{3, 1, 4, 1}, {3, 5, 4, 6}, SimdPath::Reference},  // two separate runs of 1s
+      {{3, 4, 1}, {1, 4, 6}, SimdPath::Reference},        // both sides broadcast, one a batch repeat
       {{0, 3}, {3}, SimdPath::Reference},                 // empty
       {{4, 3}, {5, 3}, SimdPath::Simd},                   // does not broadcast: the reference's error on both
   };

@@ -4,7 +4,8 @@
 // Binary ops take the broadcasts that need no index arithmetic: equal element counts (same
 // data, dims that differ only by leading 1s), a one-element side, and a side repeated over
 // blocks of the output (blocked_broadcast: a bias row [N] against [M, N], the BERT mask and
-// embedding adds, a squeeze-excite scale [N, C, 1, 1] or [N, 1, 1, C] at any batch); spans
+// embedding adds, a squeeze-excite scale [N, C, 1, 1] or [N, 1, 1, C] at any batch, a per-channel
+// [1, C, 1, 1] against a batch); spans
 // run in OpenMP chunks. Other broadcasts, other dtypes and invalid
 // shapes are refused by the kernels' supports() predicates, so the partitioner (or, for
 // shapes known only at run time, the executor) gives those nodes to the next engine.
@@ -33,16 +34,15 @@ bool broadcast_dims(const Dims& a, const Dims& b, Dims* out) {
   return true;
 }
 
-// Whether `small` broadcasts over `out` as [outer, mid, row] blocks: its dims (left-padded
-// with 1s) equal out's on a leading run (outer elements) and a trailing run (row), and are 1
-// over the run between them (mid > 1 elements). Then element (o, m, r) of out reads element
-// (o, r) of small: a bias row ([N] against [M, N]: outer 1), a per-channel scale of NCHW
-// ([N, C, 1, 1]: row 1) or of channels-last at any batch ([N, 1, 1, C]).
-bool blocked_broadcast(const Dims& small, const Dims& out, int64_t* outer, int64_t* mid, int64_t* row) {
-  if (small.size() > out.size()) return false;
+// Whether `small` broadcasts over `out` as [rep, outer, mid, row] blocks: its dims (left-padded
+// with 1s) are 1 over a leading run (rep elements, possibly none), equal out's on the next run
+// (outer) and on a trailing run (row), and are 1 over the run between those (mid > 1
+// elements). Then element (r, o, m, w) of out reads element (o, w) of small: a bias row ([N]
+// against [M, N]: outer 1), a per-channel scale of NCHW ([N, C, 1, 1]: row 1; [1, C, 1, 1] at
+// batch > 1: rep N, a BatchNormalization's scale) or of channels-last at any batch ([N, 1, 1, C]).
+bool blocked_runs(const Dims& small, const Dims& out, size_t i, int64_t* outer, int64_t* mid, int64_t* row) {
   const size_t pad = out.size() - small.size();
-  auto s_at = [&](size_t i) { return i < pad ? int64_t{1} : small[i - pad]; };
-  size_t i = 0;
+  auto s_at = [&](size_t k) { return k < pad ? int64_t{1} : small[k - pad]; };
   *outer = *mid = *row = 1;
   while (i < out.size() && s_at(i) == out[i]) *outer *= out[i++];
   while (i < out.size() && s_at(i) == 1) *mid *= out[i++];
@@ -50,13 +50,26 @@ bool blocked_broadcast(const Dims& small, const Dims& out, int64_t* outer, int64
   return i == out.size() && *mid > 1;
 }
 
+bool blocked_broadcast(const Dims& small, const Dims& out, int64_t* rep, int64_t* outer, int64_t* mid, int64_t* row) {
+  if (small.size() > out.size()) return false;
+  *rep = 1;
+  if (blocked_runs(small, out, 0, outer, mid, row)) return true;
+  const size_t pad = out.size() - small.size();
+  size_t i = 0;
+  int64_t r = 1;
+  while (i < out.size() && (i < pad || small[i - pad] == 1)) r *= out[i++];
+  if (r <= 1 || !blocked_runs(small, out, i, outer, mid, row)) return false;
+  *rep = r;
+  return true;
+}
+
 // How a binary op's sides are read: the broadcasts binary() implements (above). False for any
 // other broadcast, or shapes that do not broadcast.
 struct BinaryPlan {
   Dims out_dims;
   int64_t n = 0;
-  bool blocked = false;  // the smaller side repeats over blocks: outer x mid x row (blocked_broadcast)
-  int64_t outer = 1, mid = 1, row = 1;
+  bool blocked = false;  // the smaller side repeats over blocks: rep x outer x mid x row (blocked_broadcast)
+  int64_t rep = 1, outer = 1, mid = 1, row = 1;
   bool a_is_small = false;
   int64_t a_step = 1, b_step = 1;
 };
@@ -74,8 +87,8 @@ bool plan_binary(const Dims& a, const Dims& b, BinaryPlan* p) {
     p->a_step = 0;
     return true;
   }
-  if (na == n && blocked_broadcast(b, p->out_dims, &p->outer, &p->mid, &p->row)) return p->blocked = true;
-  if (nb == n && blocked_broadcast(a, p->out_dims, &p->outer, &p->mid, &p->row)) {
+  if (na == n && blocked_broadcast(b, p->out_dims, &p->rep, &p->outer, &p->mid, &p->row)) return p->blocked = true;
+  if (nb == n && blocked_broadcast(a, p->out_dims, &p->rep, &p->outer, &p->mid, &p->row)) {
     p->a_is_small = true;
     return p->blocked = true;
   }
@@ -108,13 +121,13 @@ Status binary(KernelContext& ctx) {
   GBX_ASSIGN_OR_RETURN(Tensor y, Tensor::allocate_uninitialized(DType::F32, out_dims));
   float* yp = y.data<float>();
   if (p.blocked) {
-    // Work items: (outer block, middle index) spans of `row` elements, or with row 1 one span
-    // of `mid` elements per outer block against one element of the small side.
-    const int64_t row = p.row, mid = p.mid;
+    // Work items: (repeat, outer block, middle index) spans of `row` elements, or with row 1
+    // one span of `mid` elements per (repeat, outer block) against one element of the small side.
+    const int64_t row = p.row, mid = p.mid, outer = p.outer;
     const bool per_row = row > 1;
-    const int64_t items = per_row ? p.outer * mid : p.outer;
+    const int64_t items = p.rep * (per_row ? outer * mid : outer);
     for_each_index(items, n > 2 * kChunk, [&](int64_t it) {
-      const int64_t o = per_row ? it / mid : it;
+      const int64_t o = (per_row ? it / mid : it) % outer;
       const int64_t big = per_row ? it * row : it * mid, len = per_row ? row : mid;
       const int64_t small = o * row, step = per_row ? 1 : 0;
       if (p.a_is_small) binary_span(kOp, ap + small, step, bp + big, 1, yp + big, len);
