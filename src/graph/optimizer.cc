@@ -29,7 +29,7 @@ const std::vector<PassEntry>& pipeline() {
         "a model stored in float16 computes in float32 inside: weights widened once, Casts at "
         "its float16 inputs and outputs (graphs of ops that compute the same function in any float type)"},
        passes::widen_float16},
-      {{"remove_noop", "remove Identity, inference-mode Dropout and Cast to the same type"}, passes::remove_noop_ops},
+      {{"remove_noop", "remove Identity, inference-mode Dropout, Cast to the same type and Pad by zeros"}, passes::remove_noop_ops},
       {{"shape_folding", "Shape/Size of values with static shapes become constants"}, passes::fold_static_shapes},
       {{"constant_folding", "run nodes whose inputs are all constants at compile time (size cap)"},
        passes::fold_constants},
@@ -40,6 +40,14 @@ const std::vector<PassEntry>& pipeline() {
        passes::cancel_transpose_reshape},
       {{"conv_bn_fold", "fold BatchNormalization into the preceding Conv's weights and bias"},
        passes::fold_conv_batchnorm},
+      {{"batchnorm_decompose",
+        "a BatchNormalization no Conv absorbed -> Mul and Add by per-channel constants (vectorized, and "
+        "transparent to transpose_sinking)"},
+       passes::decompose_batchnorm},
+      {{"pad_fold",
+        "a constant Pad by zeros on the spatial axes -> the padding of the Conv or AveragePool "
+        "(count_include_pad) reading it"},
+       passes::fold_pads},
       {{"gelu_fusion", "Div/Erf/Add/Mul/Mul (and the tanh form) -> com.gearbox.Gelu"}, passes::fuse_gelu},
       {{"layer_norm_fusion", "ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add -> com.gearbox.LayerNormalization"},
        passes::fuse_layer_norm},

@@ -1,8 +1,8 @@
-// Dead-node elimination, no-op removal (Identity, inference Dropout, no-op Cast) and CSE.
+// Dead-node elimination, no-op removal (Identity, inference Dropout, no-op Cast, Pad by zeros) and CSE.
 #include <gtest/gtest.h>
 
-#include "graph/passes/passes.h"
 #include "graph/pass_test_util.h"
+#include "graph/passes/passes.h"
 
 namespace gearbox::testing {
 namespace {
@@ -30,6 +30,26 @@ TEST(RemoveNoopPass, IdentityDropoutAndSameTypeCastGo) {
   ASSERT_EQ(g->nodes.size(), 1u);
   EXPECT_EQ(g->nodes[0]->op_type, "Relu");
   EXPECT_EQ(g->nodes[0]->outputs[0], g->outputs[0]);
+}
+
+// torch's AvgPool2d export: Pad(x, Constant(zeros)) before the pool; pads as an initializer too.
+// A Pad by one element stays.
+TEST(RemoveNoopPass, PadByZerosGoes) {
+  auto build = [] {
+    GraphBuilder b;
+    Value* x = b.input("x", DType::F32, {2, 5});
+    Node* zeros = b.node("Constant", {}, 1, {{"value", {.type = AttrType::Tensor, .t = ints({0, 0, 0, 0})}}});
+    Value* y = b.op("Pad", {x, zeros->outputs[0]});
+    y = b.op("Pad", {b.op("Relu", {y}), b.constant("no_pads", ints({0, 0, 0, 0}))});
+    b.output(b.op("Pad", {b.op("Relu", {y}), b.constant("one", ints({0, 1, 0, 0}))}));
+    return b.take();
+  };
+  OptimizerReport rep;
+  std::shared_ptr<Graph> g;
+  expect_same_outputs(build, kFeeds, only_passes({"remove_noop", "dead_node_elimination"}), 0, &rep, &g);
+  EXPECT_EQ(rep.matches("remove_noop"), 2);
+  EXPECT_EQ(count_op(*g, "Pad"), 1u);
+  EXPECT_EQ(count_op(*g, "Constant"), 0u);
 }
 
 TEST(RemoveNoopPass, NearMissesStay) {

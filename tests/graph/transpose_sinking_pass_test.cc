@@ -124,8 +124,42 @@ TEST(TransposeSinkingPass, ConcatOfBranchesLeavingARegionRunsChannelsLast) {
   }
 }
 
-// A Concat whose inputs are not all transposed alike, or whose Transpose has another reader,
-// keeps its Transposes; one read by a graph output keeps it too.
+// DenseNet's dense block: every feature (leaving a channels-last region through a Transpose)
+// is concatenated by each later layer, and each Concat goes through the BatchNormalization's
+// Mul/Add and a Relu into the next region. Each Concat runs channels-last, its Transpose meets
+// the next region's, and the shared Transposes lose their last readers: none is left.
+TEST(TransposeSinkingPass, ConcatsSharingTransposedFeaturesRunChannelsLast) {
+  auto build = [] {
+    GraphBuilder b;
+    const std::vector<int64_t> to_nchw{0, 3, 1, 2}, to_nhwc{0, 2, 3, 1};
+    std::vector<Value*> features;
+    for (int i = 0; i < 3; ++i)
+      features.push_back(
+          b.op("Transpose", {b.input("f" + std::to_string(i), DType::F32, {1, 5, 4, 2 + i})}, perm(to_nchw)));
+    int64_t channels = 2;
+    for (size_t k = 2; k <= features.size(); ++k) {
+      channels += static_cast<int64_t>(k) + 1;
+      Value* cat = b.op("Concat", std::vector<Value*>(features.begin(), features.begin() + static_cast<long>(k)),
+                        {{"axis", attr_int(1)}});
+      Value* scaled = b.op("Mul", {cat, b.constant("s" + std::to_string(k), random_tensor({channels, 1, 1}, 80))});
+      Value* shifted = b.op("Add", {scaled, b.constant("t" + std::to_string(k), random_tensor({channels, 1, 1}, 81))});
+      b.output(b.op("Transpose", {b.op("Relu", {shifted})}, perm(to_nhwc)));
+    }
+    return b.take();
+  };
+  OptimizerReport rep;
+  std::shared_ptr<Graph> g;
+  expect_same_outputs(build,
+                      {{"f0", random_tensor({1, 5, 4, 2}, 82)},
+                       {"f1", random_tensor({1, 5, 4, 3}, 83)},
+                       {"f2", random_tensor({1, 5, 4, 4}, 84)}},
+                      only_passes({"transpose_sinking", "dead_node_elimination"}), 1e-6f, &rep, &g);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0u);
+  EXPECT_EQ(count_op(*g, "Concat"), 2u);
+}
+
+// A Concat whose inputs are not all transposed alike, or whose Transpose has another reader
+// and no Transpose after it to meet, keeps its Transposes; one read by a graph output keeps it too.
 TEST(TransposeSinkingPass, ConcatNearMissesAreLeftAlone) {
   const std::vector<int64_t> to_nchw{0, 3, 1, 2};
   auto run = [](Model m) {

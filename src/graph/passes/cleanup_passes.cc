@@ -1,5 +1,6 @@
 // Clean-up passes: dead-node elimination, removal of no-op operators and common-
 // subexpression elimination.
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -26,6 +27,26 @@ bool bypass(Graph& g, GraphIndex& idx, Node* n, Value* x, Value* y, std::unorder
   n->inputs.clear();
   dead.insert(n);
   return true;
+}
+
+// A Pad whose pads are all 0 (torch exports one before every AvgPool2d without padding, which
+// leaves that pool outside the channels-last region of the Conv before it): its pads attribute
+// (opsets 2-10) or its pads input, an initializer or a Constant node's value (this pass runs
+// before constant folding).
+bool pads_all_zero(const GraphIndex& idx, const Node& n) {
+  std::vector<int64_t> pads;
+  if (n.opset < 11) {
+    pads = attr_ints(n, "pads");
+  } else if (n.inputs.size() > 1 && n.inputs[1]) {
+    const Tensor* t = nullptr;
+    if (is_const(n.inputs[1])) t = &n.inputs[1]->initializer;
+    else if (const Node* c = idx.producer(n.inputs[1]);
+             c && c->op_type == "Constant" && c->domain.empty() && c->attrs.count("value"))
+      t = &c->attrs.at("value").t;
+    if (!t || !t->defined() || t->dtype() != DType::I64) return false;
+    pads.assign(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+  }
+  return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
 }
 
 }  // namespace
@@ -65,8 +86,8 @@ Result<int> remove_noop_ops(Graph& g, const PassContext&) {
     } else if (n->op_type == "Dropout") {
       // Inference: Y = X unless training_mode (input 2, opset 12+) is true. The mask output
       // would need a constant of its own, so a Dropout whose mask is read stays.
-      const bool mask_used = n->outputs.size() > 1 && n->outputs[1] &&
-                             (idx.num_uses(n->outputs[1]) > 0 || idx.pinned(n->outputs[1]));
+      const bool mask_used =
+          n->outputs.size() > 1 && n->outputs[1] && (idx.num_uses(n->outputs[1]) > 0 || idx.pinned(n->outputs[1]));
       bool training = false;
       if (n->inputs.size() > 2 && n->inputs[2]) {
         auto t = const_scalar(n->inputs[2]);
@@ -77,6 +98,8 @@ Result<int> remove_noop_ops(Graph& g, const PassContext&) {
       const int64_t to = attr_int(*n, "to", -1);
       noop = x->type.kind == ValueType::Kind::Tensor && x->type.dtype != DType::Undefined &&
              static_cast<int64_t>(x->type.dtype) == to;
+    } else if (n->op_type == "Pad") {
+      noop = pads_all_zero(idx, *n);
     }
     if (noop && bypass(g, idx, n, x, y, dead)) idx.rebuild();
   }

@@ -26,6 +26,9 @@ Result<int> cancel_transpose_reshape(Graph& g, const PassContext& ctx);
 Result<int> sink_transposes(Graph& g, const PassContext& ctx);
 // conv_bn_fold.cc
 Result<int> fold_conv_batchnorm(Graph& g, const PassContext& ctx);
+Result<int> decompose_batchnorm(Graph& g, const PassContext& ctx);
+// pad_fold.cc
+Result<int> fold_pads(Graph& g, const PassContext& ctx);
 // fusions into com.gearbox operators (kernels: src/kernels/cpu/ref/fused_*.cc)
 Result<int> fuse_gelu(Graph& g, const PassContext& ctx);             // gelu_fusion.cc
 Result<int> fuse_layer_norm(Graph& g, const PassContext& ctx);       // layer_norm_fusion.cc

@@ -15,6 +15,7 @@
 // DenseNet's blocks) then concatenates channels-last, and the Transpose after it meets the
 // next region's Transpose in; the pass cancels such pairs itself (transpose_reshape_cancel
 // ran before the layout pass).
+#include <algorithm>
 #include <numeric>
 
 #include "graph/passes/fusion_util.h"
@@ -104,11 +105,10 @@ struct Chain {
   Node* last = nullptr;    // the Transpose it meets
 };
 
-// The chain from Transpose t, or nullopt when it does not end at a Transpose.
-std::optional<Chain> find_chain(const GraphIndex& idx, Node* t, size_t rank) {
+// The sinkable ops from value v (read by them alone) to the Transpose they end at, or nullopt
+// when they do not end at a Transpose of the given rank.
+std::optional<Chain> chain_from(const GraphIndex& idx, Value* v, size_t rank) {
   Chain c;
-  c.first = t;
-  Value* v = t->outputs[0];
   for (;;) {
     Node* n = idx.sole_consumer(v);
     if (!n || has_subgraph(*n)) return std::nullopt;
@@ -129,6 +129,13 @@ std::optional<Chain> find_chain(const GraphIndex& idx, Node* t, size_t rank) {
     c.ops.push_back(n);
     v = n->outputs[0];
   }
+}
+
+// The chain from Transpose t.
+std::optional<Chain> find_chain(const GraphIndex& idx, Node* t, size_t rank) {
+  auto c = chain_from(idx, t->outputs[0], rank);
+  if (c) c->first = t;
+  return c;
 }
 
 Value* new_value(Graph& g, const Value& like, const std::vector<int64_t>& perm) {
@@ -222,8 +229,14 @@ bool sink_pair(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<cons
   return true;
 }
 
-// Concat(Transpose(a1, p), ..., Transpose(ak, p), axis) -> Transpose(Concat(a1, ..., ak, p[axis]), p):
-// k Transposes become one (TransposeRule::Axis).
+// Concat(Transpose(a1, p), ..., Transpose(ak, p), axis) -> Transpose(Concat(a1, ..., ak, p[axis]), p)
+// (TransposeRule::Axis). An input Transpose read by this Concat alone goes; one read elsewhere
+// too stays for its other readers (DenseNet's features: each is concatenated by every later
+// layer of its block). The move is made when it removes a Transpose: one of the inputs', or,
+// when every input Transpose is shared, the one the Concat's new Transpose then meets through
+// a chain of element-wise ops (DenseNet's BatchNormalization-as-Mul/Add and Relu before the
+// next channels-last region), which the next round sinks; once every reader of a shared
+// Transpose has been rewritten, nothing reads it and dead-node elimination removes it.
 bool sink_concat(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<const Node*>& dead) {
   if (!n->domain.empty() || op_descriptor(n->domain, n->op_type).transpose != TransposeRule::Axis ||
       n->inputs.size() < 2 || n->outputs.size() != 1 || !n->outputs[0] || !n->attrs.count("axis"))
@@ -233,12 +246,18 @@ bool sink_concat(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<co
   for (Value* in : n->inputs) {
     Node* t = in ? idx.producer(in) : nullptr;
     const std::vector<int64_t> tp = transpose_perm(t);
-    if (tp.empty() || (!p.empty() && tp != p) || dead.count(t) || idx.sole_consumer(in) != n) return false;
-    for (Node* seen : ts)
-      if (seen == t) return false;  // the same value twice: its Transpose has two readers
+    if (tp.empty() || (!p.empty() && tp != p) || dead.count(t)) return false;
     p = tp;
     ts.push_back(t);
   }
+  // An input Transpose goes when this Concat is its only reader, reading it once.
+  std::vector<bool> goes(ts.size(), false);
+  bool removes = false;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    goes[i] = idx.sole_consumer(ts[i]->outputs[0]) == n && std::count(ts.begin(), ts.end(), ts[i]) == 1;
+    removes = removes || goes[i];
+  }
+  if (!removes && !chain_from(idx, n->outputs[0], p.size())) return false;
   const int64_t rank = static_cast<int64_t>(p.size());
   int64_t axis = n->attrs.at("axis").i;
   if (axis < -rank || axis >= rank) return false;  // the kernel reports it
@@ -255,10 +274,11 @@ bool sink_concat(Graph& g, const GraphIndex& idx, Node* n, std::unordered_set<co
   t->outputs = {y};
   t->attrs["perm"] = attr_ints(p);
   y->producer = t;
-  for (Node* d : ts) {
-    d->outputs[0]->producer = nullptr;
-    d->inputs.clear();
-    dead.insert(d);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (!goes[i]) continue;
+    ts[i]->outputs[0]->producer = nullptr;
+    ts[i]->inputs.clear();
+    dead.insert(ts[i]);
   }
   return true;
 }
