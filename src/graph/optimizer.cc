@@ -29,7 +29,8 @@ const std::vector<PassEntry>& pipeline() {
         "a model stored in float16 computes in float32 inside: weights widened once, Casts at "
         "its float16 inputs and outputs (graphs of ops that compute the same function in any float type)"},
        passes::widen_float16},
-      {{"remove_noop", "remove Identity, inference-mode Dropout, Cast to the same type and Pad by zeros"}, passes::remove_noop_ops},
+      {{"remove_noop", "remove Identity, inference-mode Dropout, Cast to the same type and Pad by zeros"},
+       passes::remove_noop_ops},
       {{"shape_folding", "Shape/Size of values with static shapes become constants"}, passes::fold_static_shapes},
       {{"constant_folding", "run nodes whose inputs are all constants at compile time (size cap)"},
        passes::fold_constants},
